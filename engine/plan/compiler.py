@@ -1,0 +1,262 @@
+"""Query -> NFA^b plan (SASE+ paper section 4, SPEC sections 2-5).
+
+The automaton has one state per positive component (a Kleene component is the paper's pair ``p[1]``/``p[i]``: a run
+sits at it with or without elements).  Each WHERE conjunct is placed by its *last identifier*:
+
+- on the ``begin`` edge of a singleton component;
+- for a Kleene variable ``b``: predicates naming ``b[i]`` go on ``take`` (and also on ``begin`` unless they name
+  ``b[i-1]``/``b[..i-1]``, SPEC: those hold for i >= 2 only); predicates naming only ``b[1]`` go on ``begin``; predicates
+  over the finished set (``b[b.len]``, ``b[]``, ``b.len``) go on the next component's ``begin`` -- the paper's proceed
+  edge -- or, for a trailing Kleene component, on every completion;
+- predicates naming a negated variable form that negation's nested check (SPEC section 3, item 5).
+
+The window is pushed onto every edge by the runtime (a run dies once ``t - t_first >= W``).  Ignore edges come from the
+strategy.  Equivalence tests become partitioning by the first attribute plus per-run checks of the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.events import DEFAULT_TICK
+from engine.language import ast
+from engine.plan.predicates import (
+    Fn,
+    Placement,
+    aggregated_attrs,
+    compile_expr,
+    conjunction,
+    make_aggs_step,
+    references,
+)
+
+ITERATOR_FORMS = {"i", "prev", "agg_before"}
+COMPLETE_FORMS = {"last", "agg_all", "len"}
+
+
+@dataclass
+class PlanComponent:
+    """One state of the automaton."""
+
+    var: str
+    type: str
+    kleene: bool
+    index: int
+    begin: Fn | None = None  # begin edge (singleton, or first Kleene element)
+    take: Fn | None = None  # take edge (Kleene element i >= 2)
+    begin_exprs: list[ast.Expr] = field(default_factory=list)
+    take_exprs: list[ast.Expr] = field(default_factory=list)
+    aggs_step: Any = None  # Kleene only: folds an element into KleeneCell.aggs
+
+
+@dataclass
+class PlanNegation:
+    """A negated component between positive components ``after`` and ``after + 1``."""
+
+    var: str
+    type: str
+    after: int
+    check: Fn | None  # predicates naming the negated variable (cur = the candidate event)
+    exprs: list[ast.Expr]
+
+
+@dataclass
+class CompiledQuery:
+    """A query ready to run: the NFA^b plan plus the options of SPEC sections 4-6."""
+
+    name: str
+    ast: ast.Query
+    strategy: str
+    output: str
+    confidence: float
+    tick: float
+    window: int | None  # ticks; a match needs t_last - t_first < window
+    components: list[PlanComponent]
+    negations: list[PlanNegation]
+    equivalence: tuple[str, ...]
+    final: Fn | None  # completion predicates of a trailing Kleene component
+    final_exprs: list[ast.Expr]
+    returns: list[tuple[str, Fn]]
+    return_ready: int  # runs at a state beyond this index can already compute RETURN
+    relevant_types: frozenset[str]
+
+    @property
+    def text(self) -> str:
+        return self.ast.text
+
+    def explain(self) -> str:
+        """A human-readable account of the plan: states, edges and what each edge checks."""
+        lines = [
+            f"query {self.name}: strategy {self.strategy}, output {self.output}, "
+            f"confidence >= {self.confidence}, tick {self.tick}s, "
+            f"window {'none' if self.window is None else f'{self.window} ticks'}",
+            f"partition by {self.equivalence[0]!r}" if self.equivalence else "no partitioning",
+        ]
+        for comp in self.components:
+            kind = f"{comp.type}+ {comp.var}[]" if comp.kleene else f"{comp.type} {comp.var}"
+            lines.append(f"state {comp.index}: {kind}")
+            lines.append(f"  begin: {_show(comp.begin_exprs)}")
+            if comp.kleene:
+                lines.append(f"  take:  {_show(comp.take_exprs)}")
+        for neg in self.negations:
+            lines.append(f"negation ~{neg.type} {neg.var} between states {neg.after} and {neg.after + 1}: "
+                         f"{_show(neg.exprs)}")
+        if self.final_exprs:
+            lines.append(f"on completion: {_show(self.final_exprs)}")
+        return "\n".join(lines)
+
+
+def _show(exprs: list[ast.Expr]) -> str:
+    return f"{len(exprs)} predicate(s)" if exprs else "true"
+
+
+def _error(query: ast.Query, node: ast.Node | None, message: str) -> ast.QueryError:
+    return ast.QueryError(message, query.name, getattr(node, "line", 0), getattr(node, "column", 0))
+
+
+def compile_query(
+    query: ast.Query | str,
+    *,
+    name: str | None = None,
+    strategy: str | None = None,
+    output: str = "all",
+    confidence: float = 0.0,
+    tick: float = DEFAULT_TICK,
+) -> CompiledQuery:
+    """Compile a parsed query (or query text) with its options into an NFA^b plan.
+
+    ``strategy`` defaults to the one written in the query text, else skip_till_any_match.  Raises
+    :class:`~engine.language.ast.QueryError` for options the query cannot run with.
+    """
+    if isinstance(query, str):
+        from engine.language.parser import parse_query
+
+        query = parse_query(query, name or "query")
+    qname = name or query.name or "query"
+    strategy = strategy or query.strategy or "skip_till_any_match"
+    if strategy not in ast.STRATEGIES:
+        raise _error(query, None, f"unknown strategy {strategy!r} (one of {', '.join(ast.STRATEGIES)})")
+    if output not in ast.OUTPUT_MODES:
+        raise _error(query, None, f"unknown output mode {output!r} (one of {', '.join(ast.OUTPUT_MODES)})")
+    if not 0.0 <= confidence <= 1.0:
+        raise _error(query, None, f"confidence must be within [0, 1], got {confidence}")
+    if not tick > 0:
+        raise _error(query, None, f"tick must be > 0, got {tick}")
+
+    positives = [c for c in query.components if not c.negated]
+    index = {c.var: i for i, c in enumerate(positives)}
+    kleene_vars = {c.var for c in positives if c.kleene}
+    agg_attrs = aggregated_attrs(list(query.where) + [r.expr for r in query.returns])
+    agg_slots = {(v, a): i for v, attrs in agg_attrs.items() for i, a in enumerate(attrs)}
+
+    comps = [
+        PlanComponent(c.var, c.type, c.kleene, i, aggs_step=make_aggs_step(agg_attrs.get(c.var, ())) if c.kleene else None)
+        for i, c in enumerate(positives)
+    ]
+    negations: list[PlanNegation] = []
+    neg_by_var: dict[str, PlanNegation] = {}
+    after = -1
+    for c in query.components:
+        if c.negated:
+            neg = PlanNegation(c.var, c.type, after, None, [])
+            negations.append(neg)
+            neg_by_var[c.var] = neg
+        else:
+            after += 1
+    final_exprs: list[ast.Expr] = []
+
+    for expr in query.where:
+        refs = references(expr)
+        negs = [v for v in refs if v in neg_by_var]
+        if negs:
+            neg_by_var[negs[0]].exprs.append(expr)
+            continue
+        last = max((index[v] for v in refs), default=0)
+        for var, forms in refs.items():
+            if forms & ITERATOR_FORMS and index[var] != last:
+                raise _error(query, expr, f"{var}[i] cannot be used in a predicate that names a later variable")
+        comp = comps[last]
+        if not comp.kleene:
+            comp.begin_exprs.append(expr)
+            continue
+        forms = refs.get(comp.var, set())
+        if forms & ITERATOR_FORMS:
+            comp.take_exprs.append(expr)
+            if not forms & {"prev", "agg_before"}:
+                comp.begin_exprs.append(expr)
+        elif forms <= {"first"} and forms:
+            comp.begin_exprs.append(expr)
+        elif last + 1 < len(comps):
+            comps[last + 1].begin_exprs.append(expr)
+        else:
+            final_exprs.append(expr)
+
+    for comp in comps:
+        comp.begin = conjunction([compile_expr(e, Placement(comp.var, "begin", index, agg_slots))
+                                  for e in comp.begin_exprs])
+        comp.take = conjunction([compile_expr(e, Placement(comp.var, "take", index, agg_slots))
+                                 for e in comp.take_exprs])
+    for neg in negations:
+        neg.check = conjunction([compile_expr(e, Placement(neg.var, "complete", index, agg_slots))
+                                 for e in neg.exprs])
+    complete = Placement(None, "complete", index, agg_slots)
+    final = conjunction([compile_expr(e, complete) for e in final_exprs])
+    returns = [(r.name, compile_expr(r.expr, complete)) for r in query.returns]
+
+    # RETURN is computable once every variable it names is fully bound.
+    ready = -1
+    for r in query.returns:
+        for var, forms in references(r.expr).items():
+            if var in kleene_vars and forms - {"first"}:
+                ready = max(ready, index[var] + 1)  # needs the finished Kleene set
+            else:
+                ready = max(ready, index[var])
+
+    cq = CompiledQuery(
+        name=qname,
+        ast=query,
+        strategy=strategy,
+        output=output,
+        confidence=confidence,
+        tick=tick,
+        window=None if query.within is None else max(1, round(query.within / tick)),
+        components=comps,
+        negations=negations,
+        equivalence=query.equivalence,
+        final=final,
+        final_exprs=final_exprs,
+        returns=returns,
+        return_ready=ready,
+        relevant_types=frozenset(c.type for c in query.components),
+    )
+    if output == "collapsed":
+        _check_collapsible(cq)
+    return cq
+
+
+def _check_collapsible(cq: CompiledQuery) -> None:
+    """Collapsed output needs true-false consistent Kleene predicates (SASE++ section 5.2; SPEC section 5)."""
+    q = cq.ast
+    if cq.strategy != "skip_till_any_match":
+        raise _error(q, None, "output 'collapsed' applies to skip_till_any_match only")
+    comps = cq.components
+    if comps[0].kleene:
+        raise _error(q, None, "output 'collapsed' needs a singleton first component")
+    if comps[-1].kleene:
+        raise _error(q, None, "output 'collapsed' needs a singleton last component (a trailing Kleene set is never final)")
+    for comp in comps:
+        if not comp.kleene:
+            continue
+        for expr in comp.take_exprs + comp.begin_exprs:
+            forms = references(expr).get(comp.var, set())
+            if forms - {"i"}:
+                raise _error(q, expr, f"output 'collapsed' needs true-false consistent predicates on {comp.var}[]: "
+                                      f"this one depends on which other elements are selected")
+    for expr in list(q.where):
+        refs = references(expr)
+        for var, forms in refs.items():
+            comp = next((c for c in comps if c.var == var), None)
+            if comp is not None and comp.kleene and forms & COMPLETE_FORMS:
+                raise _error(q, expr, f"output 'collapsed' cannot check a predicate over the whole set {var}[]: "
+                                      "its truth depends on the subset")

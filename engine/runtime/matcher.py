@@ -1,0 +1,472 @@
+"""The NFA^b runtime for precise time (SPEC sections 3-5): runs, partitions, windows, the four strategies.
+
+Runs share their bindings: a Kleene binding is a persistent list of :class:`KleeneCell` nodes, so cloning a run copies
+one short list of references (the shared match buffer of the SASE+ paper, without Dewey versions: see
+digest-nfab section 7).  Runs live in pools keyed by the value of the query's first equivalence attribute; an event
+carrying that attribute visits its own pool and the pool of still-unbound runs, an event lacking it (a cluster-wide
+Ganglia event) visits every pool.  Runs die when their window has passed; pools of keys gone quiet are swept.
+
+Events must be fed in time order (``Event.t``, ties in input order); :func:`match_events` sorts a finite list.
+Events with intervals are evaluated at their midpoint here; exact confidence comes from ``engine.imprecise``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+from typing import Any
+
+from engine.events import Event
+from engine.plan.compiler import CompiledQuery
+from engine.plan.predicates import KleeneCell, references
+
+SWEEP_EVERY = 4096
+NEG_INF = -math.inf
+
+
+class Run:
+    """One partial match: the component it waits at (``k``), whether that Kleene component has elements (``kin``),
+    the binding, the first/last selected times and the equivalence values bound so far (``eqv``)."""
+
+    __slots__ = ("k", "kin", "bind", "t_first", "t_last", "t_prev", "eqv")
+
+    def __init__(self, k: int, kin: bool, bind: list, t_first: float, t_last: float, t_prev: float,
+                 eqv: tuple) -> None:
+        self.k = k
+        self.kin = kin
+        self.bind = bind
+        self.t_first = t_first
+        self.t_last = t_last
+        self.t_prev = t_prev
+        self.eqv = eqv
+
+    def clone(self) -> Run:
+        return Run(self.k, self.kin, self.bind.copy(), self.t_first, self.t_last, self.t_prev, self.eqv)
+
+
+class OutOfOrderError(ValueError):
+    """An event older than one already fed: the precise runtime needs time order (see the service's watermark)."""
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return json.dumps(value, sort_keys=True, default=str)
+
+
+class Matcher:
+    """Incremental evaluation of one compiled query: :meth:`feed` events in time order, collect match records."""
+
+    def __init__(self, cq: CompiledQuery) -> None:
+        self.cq = cq
+        self.name = cq.name
+        self.comps = cq.components
+        self.n = len(cq.components)
+        self.last = self.n - 1
+        self.window = cq.window
+        self.strategy = cq.strategy
+        self.any = cq.strategy == "skip_till_any_match"
+        self.collapsed = cq.output == "collapsed"
+        self.distinct = cq.output == "distinct"
+        self.attrs = cq.equivalence
+        self.partitioned = bool(self.attrs) and cq.strategy != "strict_contiguity"
+        # Attributes checked per run: with pools, the first is implied by the pool.
+        self.check_attrs = tuple(enumerate(self.attrs))[1:] if self.partitioned else tuple(enumerate(self.attrs))
+        self.attr0 = self.attrs[0] if self.attrs else None
+        # Irrelevant types change nothing under the skipping strategies; contiguity strategies must see them.
+        self.skip_irrelevant = cq.strategy in ("skip_till_any_match", "skip_till_next_match")
+        self.relevant = cq.relevant_types
+        self.neg_types = {neg.type for neg in cq.negations}
+        self.neg_buf: dict[str, tuple[list, list]] = {t: ([], []) for t in self.neg_types}
+        self.pools: dict[Any, list[Run]] = {}
+        self.now = NEG_INF
+        self.fed = 0
+        self.emitted: set = set()
+        self.matches = 0
+        self._future = self._future_forms() if self.distinct and self.any else None
+        self._step = self._step_any if self.any else self._step_next
+
+    # ------------------------------------------------------------------ public
+
+    def feed(self, ev: Event) -> list[dict]:
+        """Process one event; return the match records it completes, in order of completion."""
+        t = ev.t
+        if t < self.now:
+            raise OutOfOrderError(f"event {ev.id} at tick {t} arrived after tick {self.now}")
+        self.now = t
+        self.fed += 1
+        if self.fed % SWEEP_EVERY == 0:
+            self.sweep()
+        etype = ev.type
+        if etype not in self.relevant and self.skip_irrelevant:
+            return []
+        if etype in self.neg_types:
+            ts, evs = self.neg_buf[etype]
+            ts.append(t)
+            evs.append(ev)
+        out: list[dict] = []
+        pools = self.pools
+        if self.partitioned:
+            x = ev.attrs.get(self.attr0)
+            keys: Iterable = list(pools) if x is None else (x, None)
+        else:
+            keys = (None,)
+        moved: list[Run] = []
+        step = self._step
+        for key in keys:
+            runs = pools.get(key)
+            if not runs:
+                continue
+            kept: list[Run] = []
+            for r in runs:
+                step(r, ev, t, kept, out)
+            if self._future is not None and len(kept) > len(runs):
+                kept = self._merge(kept)
+            if key is None and self.partitioned:
+                moved.extend(r for r in kept if r.eqv[0] is not None)
+                kept = [r for r in kept if r.eqv[0] is None]
+            if kept:
+                pools[key] = kept
+            else:
+                del pools[key]
+        for r in moved:
+            pools.setdefault(r.eqv[0], []).append(r)
+        self._start(ev, t, out)
+        self.matches += len(out)
+        return out
+
+    def flush(self) -> list[dict]:
+        """End of input: nothing is held back by the precise runtime."""
+        return []
+
+    def runs_alive(self) -> int:
+        return sum(len(runs) for runs in self.pools.values())
+
+    def sweep(self) -> None:
+        """Drop runs whose window has passed and negation candidates no future match can see."""
+        w = self.window
+        if w is None:
+            return
+        horizon = self.now - w
+        for key in list(self.pools):
+            alive = [r for r in self.pools[key] if r.t_first > horizon]
+            if alive:
+                self.pools[key] = alive
+            else:
+                del self.pools[key]
+        for ts, evs in self.neg_buf.values():
+            cut = bisect_right(ts, horizon)
+            if cut:
+                del ts[:cut]
+                del evs[:cut]
+
+    # ------------------------------------------------------------------ runs
+
+    def _eq_ok(self, r: Run, ev: Event) -> bool:
+        eqv = r.eqv
+        attrs = ev.attrs
+        for i, attr in self.check_attrs:
+            bound = eqv[i]
+            if bound is not None:
+                v = attrs.get(attr)
+                if v is not None and v != bound:
+                    return False
+        return True
+
+    def _bind_eqv(self, r: Run, ev: Event) -> None:
+        if not self.attrs:
+            return
+        eqv = r.eqv
+        attrs = ev.attrs
+        new = None
+        for i, attr in enumerate(self.attrs):
+            if eqv[i] is None:
+                v = attrs.get(attr)
+                if v is not None:
+                    if new is None:
+                        new = list(eqv)
+                    new[i] = v
+        if new is not None:
+            r.eqv = tuple(new)
+
+    def _start(self, ev: Event, t: float, out: list[dict]) -> None:
+        c0 = self.comps[0]
+        if ev.type != c0.type:
+            return
+        bind = [None] * self.n
+        if c0.begin is not None and not c0.begin(bind, ev):
+            return
+        r = Run(0, False, bind, t, NEG_INF, NEG_INF, (None,) * len(self.attrs))
+        kept: list[Run] = []
+        self._advance(r, 0, ev, t, kept, out)
+        for run in kept:
+            self.pools.setdefault(run.eqv[0] if self.partitioned else None, []).append(run)
+
+    def _advance(self, r: Run, k: int, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+        """Bind ``ev`` as the (first element of the) component ``k``: the begin edge."""
+        comp = self.comps[k]
+        if comp.kleene:
+            r.bind[k] = KleeneCell(ev, None, comp.aggs_step(None, ev))
+            r.t_prev = r.t_last
+            r.kin = True
+        else:
+            r.bind[k] = ev
+            r.kin = False
+        r.k = k
+        r.t_last = t
+        self._bind_eqv(r, ev)
+        if k == self.last:
+            self._complete(r, out)
+            if comp.kleene:
+                kept.append(r)  # a trailing Kleene run goes on taking
+        else:
+            if not comp.kleene:
+                r.k = k + 1
+            kept.append(r)
+
+    def _take(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+        """Append ``ev`` to the Kleene component the run is building: the take edge."""
+        k = r.k
+        prev = r.bind[k]
+        r.bind[k] = KleeneCell(ev, prev, self.comps[k].aggs_step(prev.aggs, ev))
+        r.t_last = t
+        self._bind_eqv(r, ev)
+        if k == self.last:
+            self._complete(r, out)
+        kept.append(r)
+
+    def _ignore(self, r: Run, ev: Event, kept: list[Run]) -> None:
+        strategy = self.strategy
+        if strategy == "skip_till_next_match":
+            kept.append(r)
+        elif strategy == "partition_contiguity" and not self._eq_ok(r, ev):
+            kept.append(r)  # an event of another partition
+        # strict contiguity, or partition contiguity on an event of the run's own partition: the run dies
+
+    def _step_next(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+        """skip_till_next_match, partition_contiguity, strict_contiguity: one deterministic move, or a split."""
+        w = self.window
+        if w is not None and t - r.t_first >= w:
+            return
+        k = r.k
+        comp = self.comps[k]
+        etype = ev.type
+        if comp.kleene and r.kin:
+            later = t > r.t_last
+            take = (etype == comp.type and later and self._eq_ok(r, ev)
+                    and (comp.take is None or comp.take(r.bind, ev)))
+            proceed = False
+            if k < self.last:
+                c2 = self.comps[k + 1]
+                proceed = (etype == c2.type and later and self._eq_ok(r, ev)
+                           and (c2.begin is None or c2.begin(r.bind, ev)))
+            if proceed:
+                self._advance(r.clone() if take else r, k + 1, ev, t, kept, out)
+            if take:
+                self._take(r, ev, t, kept, out)
+            elif not proceed:
+                self._ignore(r, ev, kept)
+            return
+        if (etype == comp.type and t > r.t_last and self._eq_ok(r, ev)
+                and (comp.begin is None or comp.begin(r.bind, ev))):
+            self._advance(r, k, ev, t, kept, out)
+        else:
+            self._ignore(r, ev, kept)
+
+    def _step_any(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+        """skip_till_any_match: every qualifying event is both taken (a clone) and ignored (the run itself).
+
+        In collapsed mode a Kleene component takes every qualifying event in place (one maximal set per run) and a
+        proceeding clone keeps only the elements strictly earlier than the event it proceeds with.
+        """
+        w = self.window
+        if w is not None and t - r.t_first >= w:
+            return
+        k = r.k
+        comp = self.comps[k]
+        etype = ev.type
+        if comp.kleene and r.kin:
+            if k < self.last:
+                c2 = self.comps[k + 1]
+                if etype == c2.type and self._eq_ok(r, ev):
+                    cell = r.bind[k]
+                    if self.collapsed:
+                        while cell is not None and cell.event.t >= t:
+                            cell = cell.prev
+                    if cell is not None and t > cell.event.t:
+                        r2 = r.clone()
+                        r2.bind[k] = cell
+                        r2.t_last = cell.event.t
+                        if c2.begin is None or c2.begin(r2.bind, ev):
+                            self._advance(r2, k + 1, ev, t, kept, out)
+            if etype == comp.type and self._eq_ok(r, ev):
+                if self.collapsed:
+                    if t > r.t_prev and (comp.take is None or comp.take(r.bind, ev)):
+                        self._take(r, ev, t, kept, out)  # the run itself takes it: no ignore branch
+                        return
+                elif t > r.t_last and (comp.take is None or comp.take(r.bind, ev)):
+                    self._take(r.clone(), ev, t, kept, out)
+            kept.append(r)
+            return
+        if (etype == comp.type and t > r.t_last and self._eq_ok(r, ev)
+                and (comp.begin is None or comp.begin(r.bind, ev))):
+            if self.collapsed and comp.kleene:
+                self._advance(r, k, ev, t, kept, out)
+                return
+            self._advance(r.clone(), k, ev, t, kept, out)
+        kept.append(r)
+
+    # ------------------------------------------------------------------ merging (distinct output)
+
+    def _future_forms(self) -> dict[tuple[int, bool], list[tuple[int, str]]]:
+        """For each run state, what of the binding can still matter: the merge key of equivalent runs."""
+        cq = self.cq
+        index = {c.var: c.index for c in cq.components}
+        table: dict[tuple[int, bool], list[tuple[int, str]]] = {}
+        for k in range(self.n):
+            for kin in (False, True):
+                exprs = list(cq.final_exprs) + [e for c in cq.components[k + 1:] for e in c.begin_exprs + c.take_exprs]
+                comp = cq.components[k]
+                exprs += comp.take_exprs if kin else comp.begin_exprs + comp.take_exprs
+                exprs += [e for neg in cq.negations for e in neg.exprs]
+                exprs += [r.expr for r in cq.ast.returns]
+                needs: set[tuple[int, str]] = set()
+                for e in exprs:
+                    for var, forms in references(e).items():
+                        if var in index:
+                            for f in forms:
+                                needs.add((index[var], f))
+                for neg in cq.negations:
+                    needs.add((neg.after, "last"))
+                    needs.add((neg.after + 1, "first"))
+                bound = k + 1 if kin else k
+                table[(k, kin)] = sorted((j, f) for j, f in needs if j < bound and f != "i")
+        return table
+
+    def _merge(self, runs: list[Run]) -> list[Run]:
+        """Keep one run per future-equivalent class (the youngest start lives longest), drop runs whose RETURN value
+        was already output: distinct output needs one signature per value, not all of them."""
+        table = self._future
+        ready = self.cq.return_ready
+        seen: dict[tuple, int] = {}
+        out: list[Run] = []
+        for r in runs:
+            if ready < r.k and self._return_key(r) in self.emitted:
+                continue
+            parts: list[Any] = [r.k, r.kin, r.t_last, r.eqv]
+            bind = r.bind
+            for j, form in table[(r.k, r.kin)]:
+                b = bind[j]
+                if form == "single":
+                    parts.append(id(b))
+                elif form == "first":
+                    parts.append(id(b.first))
+                elif form in ("last", "prev"):
+                    parts.append(id(b.event))
+                elif form == "len":
+                    parts.append(b.length)
+                else:
+                    parts.append(b.aggs)
+            key = tuple(parts)
+            j = seen.get(key)
+            if j is None:
+                seen[key] = len(out)
+                out.append(r)
+            elif r.t_first > out[j].t_first:
+                out[j] = r
+        return out
+
+    # ------------------------------------------------------------------ completion
+
+    def _negated(self, r: Run) -> bool:
+        """Is there a negated event that cancels the finished match (SPEC section 3, item 5)?"""
+        bind = r.bind
+        comps = self.comps
+        for neg in self.cq.negations:
+            before = bind[neg.after]
+            after = bind[neg.after + 1]
+            t1 = before.event.t if comps[neg.after].kleene else before.t
+            t2 = after.first.t if comps[neg.after + 1].kleene else after.t
+            ts, evs = self.neg_buf[neg.type]
+            for i in range(bisect_right(ts, t1), bisect_left(ts, t2)):
+                e = evs[i]
+                if self._eq_consistent(r, e) and (neg.check is None or neg.check(bind, e)):
+                    return True
+        return False
+
+    def _eq_consistent(self, r: Run, ev: Event) -> bool:
+        for i, attr in enumerate(self.attrs):
+            bound = r.eqv[i]
+            if bound is not None:
+                v = ev.attrs.get(attr)
+                if v is not None and v != bound:
+                    return False
+        return True
+
+    def _return_key(self, r: Run) -> tuple:
+        return tuple(_hashable(fn(r.bind, None)) for _, fn in self.cq.returns)
+
+    def _complete(self, r: Run, out: list[dict]) -> None:
+        cq = self.cq
+        if cq.final is not None and not cq.final(r.bind, None):
+            return
+        if cq.negations and self._negated(r):
+            return
+        returned = {name: fn(r.bind, None) for name, fn in cq.returns}
+        if self.distinct:
+            key = tuple(_hashable(v) for v in returned.values())
+            if key in self.emitted:
+                return
+            self.emitted.add(key)
+        out.append(self._record(r, returned))
+
+    def _record(self, r: Run, returned: dict[str, Any]) -> dict:
+        match: dict[str, list[str]] = {}
+        lo = math.inf
+        hi = NEG_INF
+        for comp, b in zip(self.comps, r.bind, strict=True):
+            if comp.kleene:
+                evs = b.events()
+                if len(evs) > 1:
+                    evs.sort(key=lambda e: (e.tlo, e.thi, e.id))
+            else:
+                evs = [b]
+            match[comp.var] = [e.id for e in evs]
+            for e in evs:
+                if e.lo < lo:
+                    lo = e.lo
+                if e.hi > hi:
+                    hi = e.hi
+        return {
+            "query": self.name,
+            "match": match,
+            "confidence": 1.0,
+            "start": lo,
+            "end": hi,
+            "return": returned,
+        }
+
+
+def sort_events(events: Iterable[Event]) -> list[Event]:
+    """Time order for the precise runtime: by point, ties in input order."""
+    return sorted(events, key=lambda e: (e.t, e.seq))
+
+
+def match_events(queries: CompiledQuery | list[CompiledQuery], events: Iterable[Event]) -> list[dict]:
+    """Match a finite stream: sort it, feed every query, return all records in order of completion.
+
+    With several queries, the records of one event come in the order the queries were given.
+    """
+    cqs = [queries] if isinstance(queries, CompiledQuery) else list(queries)
+    matchers = [Matcher(cq) for cq in cqs]
+    out: list[dict] = []
+    for ev in sort_events(events):
+        for m in matchers:
+            out.extend(m.feed(ev))
+    for m in matchers:
+        out.extend(m.flush())
+    return out
