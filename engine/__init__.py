@@ -22,6 +22,7 @@ __all__ = [
     "CompiledQuery",
     "Matcher",
     "match_events",
+    "make_matcher",
 ]
 
 
@@ -31,7 +32,7 @@ def __getattr__(name: str):
         from engine.plan import compiler
 
         return getattr(compiler, name)
-    if name in ("Matcher", "match_events"):
+    if name in ("Matcher", "match_events", "make_matcher"):
         from engine.runtime import matcher
 
         return getattr(matcher, name)

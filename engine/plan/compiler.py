@@ -23,6 +23,7 @@ from engine.events import DEFAULT_TICK
 from engine.language import ast
 from engine.plan.predicates import (
     Fn,
+    KleeneCell,
     Placement,
     aggregated_attrs,
     compile_expr,
@@ -59,6 +60,9 @@ class PlanNegation:
     after: int
     check: Fn | None  # predicates naming the negated variable (cur = the candidate event)
     exprs: list[ast.Expr]
+    #: The check reads the first/last element of a Kleene set, which depends on the world: the imprecise evaluator
+    #: then applies it while placing the component after the gap instead of once per signature.
+    order_dependent: bool = False
 
 
 @dataclass
@@ -80,6 +84,7 @@ class CompiledQuery:
     returns: list[tuple[str, Fn]]
     return_ready: int  # runs at a state beyond this index can already compute RETURN
     relevant_types: frozenset[str]
+    forall: dict[int, str] = field(default_factory=dict)  # id(expr) -> Kleene variable iterated from outside
 
     @property
     def text(self) -> str:
@@ -165,6 +170,7 @@ def compile_query(
         else:
             after += 1
     final_exprs: list[ast.Expr] = []
+    forall: dict[int, str] = {}  # id(expr) -> the Kleene variable it iterates from a later placement
 
     for expr in query.where:
         refs = references(expr)
@@ -172,10 +178,12 @@ def compile_query(
         if negs:
             neg_by_var[negs[0]].exprs.append(expr)
             continue
+        iterated = [v for v, forms in refs.items() if forms & ITERATOR_FORMS]
         last = max((index[v] for v in refs), default=0)
-        for var, forms in refs.items():
-            if forms & ITERATOR_FORMS and index[var] != last:
-                raise _error(query, expr, f"{var}[i] cannot be used in a predicate that names a later variable")
+        if iterated and index[iterated[0]] != last:
+            # `a[i].x < c.x` with a later c: it must hold for every element of a, checked once c is known.
+            forall[id(expr)] = iterated[0]
+            refs = {v: f for v, f in refs.items() if v != iterated[0]}
         comp = comps[last]
         if not comp.kleene:
             comp.begin_exprs.append(expr)
@@ -192,16 +200,29 @@ def compile_query(
         else:
             final_exprs.append(expr)
 
+    def compiled(expr: ast.Expr, placement: Placement) -> Fn:
+        var = forall.get(id(expr))
+        if var is None:
+            return compile_expr(expr, placement)
+        return _for_every_element(expr, var, placement, index, agg_slots, comps)
+
     for comp in comps:
-        comp.begin = conjunction([compile_expr(e, Placement(comp.var, "begin", index, agg_slots))
+        comp.begin = conjunction([compiled(e, Placement(comp.var, "begin", index, agg_slots))
                                   for e in comp.begin_exprs])
-        comp.take = conjunction([compile_expr(e, Placement(comp.var, "take", index, agg_slots))
+        comp.take = conjunction([compiled(e, Placement(comp.var, "take", index, agg_slots))
                                  for e in comp.take_exprs])
     for neg in negations:
+        for expr in neg.exprs:
+            for var, forms in references(expr).items():
+                if var in kleene_vars and forms & {"first", "last"}:
+                    neg.order_dependent = True
+                    if index[var] > neg.after + 1 or (index[var] == neg.after + 1 and forms - {"first"}):
+                        raise _error(query, expr, f"a negation predicate can read {var}[b.len] only for a set "
+                                                  "that ends before the negated component")
         neg.check = conjunction([compile_expr(e, Placement(neg.var, "complete", index, agg_slots))
                                  for e in neg.exprs])
     complete = Placement(None, "complete", index, agg_slots)
-    final = conjunction([compile_expr(e, complete) for e in final_exprs])
+    final = conjunction([compiled(e, complete) for e in final_exprs])
     returns = [(r.name, compile_expr(r.expr, complete)) for r in query.returns]
 
     # RETURN is computable once every variable it names is fully bound.
@@ -228,11 +249,49 @@ def compile_query(
         final_exprs=final_exprs,
         returns=returns,
         return_ready=ready,
+        forall=forall,
         relevant_types=frozenset(c.type for c in query.components),
     )
     if output == "collapsed":
         _check_collapsible(cq)
     return cq
+
+
+def _for_every_element(expr: ast.Expr, var: str, outer: Placement, index: dict[str, int],
+                       agg_slots: dict, comps: list[PlanComponent]) -> Fn:
+    """A predicate iterating ``var[i]`` evaluated where a later variable is known: it must hold for every element
+    (for i >= 2 when it names ``var[i-1]``/``var[..i-1]``), in the elements' order."""
+    k = index[var]
+    forms = references(expr)[var]
+    first_fn = None if forms & {"prev", "agg_before"} else compile_expr(expr, Placement(var, "begin", index, agg_slots))
+    take_fn = compile_expr(expr, Placement(var, "take", index, agg_slots))
+    j = index.get(outer.cur_var) if outer.cur_var is not None else None
+    outer_comp = comps[j] if j is not None else None
+
+    def every(bind: Any, cur: Any) -> bool:
+        b = list(bind)
+        if outer_comp is not None and cur is not None:
+            b[j] = KleeneCell(cur, None, outer_comp.aggs_step(None, cur)) if outer_comp.kleene else cur
+        chain = []
+        cell = bind[k]
+        while cell is not None:
+            chain.append(cell)
+            cell = cell.prev
+        prev = None
+        for c in reversed(chain):
+            if prev is None:
+                if first_fn is not None:
+                    b[k] = None
+                    if not first_fn(b, c.event):
+                        return False
+            else:
+                b[k] = prev
+                if not take_fn(b, c.event):
+                    return False
+            prev = c
+        return True
+
+    return every
 
 
 def _check_collapsible(cq: CompiledQuery) -> None:
@@ -253,6 +312,10 @@ def _check_collapsible(cq: CompiledQuery) -> None:
             if forms - {"i"}:
                 raise _error(q, expr, f"output 'collapsed' needs true-false consistent predicates on {comp.var}[]: "
                                       f"this one depends on which other elements are selected")
+    from engine.plan.consistency import is_monotone
+
+    if not is_monotone(q):
+        raise _error(q, None, "output 'collapsed' cannot have a negation next to a Kleene component")
     for expr in list(q.where):
         refs = references(expr)
         for var, forms in refs.items():

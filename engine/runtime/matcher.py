@@ -336,8 +336,11 @@ class Matcher:
                 exprs += [r.expr for r in cq.ast.returns]
                 needs: set[tuple[int, str]] = set()
                 for e in exprs:
+                    iterated = cq.forall.get(id(e))
                     for var, forms in references(e).items():
-                        if var in index:
+                        if var == iterated:
+                            needs.add((index[var], "chain"))
+                        elif var in index:
                             for f in forms:
                                 needs.add((index[var], f))
                 for neg in cq.negations:
@@ -361,7 +364,7 @@ class Matcher:
             bind = r.bind
             for j, form in table[(r.k, r.kin)]:
                 b = bind[j]
-                if form == "single":
+                if form in ("single", "chain"):
                     parts.append(id(b))
                 elif form == "first":
                     parts.append(id(b.first))
@@ -456,15 +459,27 @@ def sort_events(events: Iterable[Event]) -> list[Event]:
     return sorted(events, key=lambda e: (e.t, e.seq))
 
 
+def make_matcher(cq: CompiledQuery, max_uncertainty: int = 0):
+    """The evaluator for a query: skip_till_any_match gets the exact possible-worlds evaluator
+    (:class:`engine.imprecise.evaluator.ImpreciseMatcher`), the other strategies the NFA^b runtime on midpoints."""
+    if cq.strategy == "skip_till_any_match":
+        from engine.imprecise.evaluator import ImpreciseMatcher
+
+        return ImpreciseMatcher(cq, max_uncertainty)
+    return Matcher(cq)
+
+
 def match_events(queries: CompiledQuery | list[CompiledQuery], events: Iterable[Event]) -> list[dict]:
     """Match a finite stream: sort it, feed every query, return all records in order of completion.
 
     With several queries, the records of one event come in the order the queries were given.
     """
     cqs = [queries] if isinstance(queries, CompiledQuery) else list(queries)
-    matchers = [Matcher(cq) for cq in cqs]
+    ordered = sort_events(events)
+    widest = max((e.thi - e.tlo for e in ordered), default=0)
+    matchers = [make_matcher(cq, widest) for cq in cqs]
     out: list[dict] = []
-    for ev in sort_events(events):
+    for ev in ordered:
         for m in matchers:
             out.extend(m.feed(ev))
     for m in matchers:

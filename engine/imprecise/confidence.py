@@ -1,0 +1,188 @@
+"""Exact confidence of one signature by dynamic programming over ticks (SPEC section 3).
+
+A world gives every event one integer point, uniformly over its interval.  A signature is a match in a world when all
+its events have distinct points, components follow each other strictly, each Kleene set's elements -- in the time order
+of that world -- satisfy the iterator predicates, the window holds and no negated candidate falls between its
+neighbours.  Its confidence is the probability of those worlds.
+
+Instead of enumerating worlds (U^N) or orders (k! per Kleene set), the DP sweeps the ticks that some event of the
+signature can occupy, placing at most one event per tick.  A state is *what the future can still depend on*: the
+component being filled, which events are placed, the first/last placed element of each Kleene set (for ``b[1]``,
+``b[i-1]``, ``b[b.len]``), the first tick when the window can bind, and the last tick before a negation gap.  Events
+whose interval has passed must be placed, events whose interval has not begun cannot be, so only the events live at a
+tick multiply the state count: for Ganglia (15 s intervals every 15 s) that is two, not forty.
+
+This also yields the valid time range: the earliest first point and latest last point over the matching worlds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.events import Event
+from engine.plan.compiler import CompiledQuery
+from engine.plan.predicates import KleeneCell
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """Probability of the worlds where the signature matches, and the valid range of its first and last points."""
+
+    value: float
+    first_tick: int | None
+    last_tick: int | None
+
+
+ZERO = Confidence(0.0, None, None)
+
+
+def _pair_between(n: Event, x: int, y: int) -> float:
+    """P(x < t_n < y) for uniform t_n on n's interval."""
+    lo = max(n.tlo, x + 1)
+    hi = min(n.thi, y - 1)
+    if hi < lo:
+        return 0.0
+    return (hi - lo + 1) / (n.thi - n.tlo + 1)
+
+
+def signature_confidence(
+    cq: CompiledQuery,
+    assignment: Sequence[Sequence[Event]],
+    negation_candidates: Sequence[Sequence[Event]] = (),
+) -> Confidence:
+    """Confidence of the signature ``assignment`` (one list of events per positive component).
+
+    ``negation_candidates[i]`` are the events that may cancel the match through ``cq.negations[i]`` (same type,
+    consistent with the equivalence test, not in the signature, and -- unless the negation is order dependent --
+    satisfying its predicates).  Predicates are evaluated inside the DP because Kleene iterator predicates depend on
+    the order of the elements in each world.
+    """
+    comps = cq.components
+    m = len(comps)
+    events: list[Event] = []
+    comp_of: list[int] = []
+    comp_mask = [0] * m
+    for j, evs in enumerate(assignment):
+        for e in evs:
+            comp_mask[j] |= 1 << len(events)
+            comp_of.append(j)
+            events.append(e)
+    n_ev = len(events)
+    full = (1 << n_ev) - 1
+    lo = min(e.tlo for e in events)
+    hi = max(e.thi for e in events)
+    window = cq.window
+    track_first = window is not None and hi - lo >= window
+    neg_after = {neg.after: i for i, neg in enumerate(cq.negations)}
+    negs = cq.negations
+
+    # Ticks at which something can be placed, and the events that must be placed by the end of each tick.
+    ticks = sorted({t for e in events for t in range(e.tlo, e.thi + 1)})
+    live: dict[int, list[int]] = {}
+    for i, e in enumerate(events):
+        for t in range(e.tlo, e.thi + 1):
+            live.setdefault(t, []).append(i)
+    due_at: dict[int, int] = {}
+    for i, e in enumerate(events):
+        due_at[e.thi] = due_at.get(e.thi, 0) | (1 << i)
+    prob = [1.0 / (e.thi - e.tlo + 1) for e in events]
+
+    # state key -> [mass, min first tick, bind, j, mask, t_first, gap_x]
+    # key: (j, mask, kleene ends, t_first or None, gap_x or None)
+    init_bind: list = [None] * m
+    states: dict[tuple, list] = {(-1, 0, (), None, None): [1.0, None, init_bind, -1, 0, None, None]}
+    due = 0
+    best_last: int | None = None
+    best_first: int | None = None
+    total = 0.0
+
+    def kleene_ends(bind: list, upto: int) -> tuple:
+        out = []
+        for k in range(upto + 1):
+            b = bind[k]
+            if isinstance(b, KleeneCell):
+                out.append((id(b.first), id(b.event)))
+        return tuple(out)
+
+    for t in ticks:
+        new_states: dict[tuple, list] = {}
+
+        def add(key: tuple, mass: float, first: int | None, bind: list, j: int, mask: int,
+                t_first: int | None, gap_x: int | None) -> None:
+            cur = new_states.get(key)
+            if cur is None:
+                new_states[key] = [mass, first, bind, j, mask, t_first, gap_x]
+            else:
+                cur[0] += mass
+                if first is not None and (cur[1] is None or first < cur[1]):
+                    cur[1] = first
+
+        here = live.get(t, ())
+        for key, (mass, first, bind, j, mask, t_first, gap_x) in states.items():
+            add(key, mass, first, bind, j, mask, t_first, gap_x)  # place nothing at t
+            if window is not None and t_first is not None and t - t_first >= window:
+                continue
+            complete = j < 0 or (mask & comp_mask[j]) == comp_mask[j]
+            for i in here:
+                bit = 1 << i
+                if mask & bit:
+                    continue
+                cj = comp_of[i]
+                e = events[i]
+                if cj == j and not complete:
+                    comp = comps[j]
+                    pred = comp.take
+                    if pred is not None and not pred(bind, e):
+                        continue
+                    factor = 1.0
+                elif complete and cj == j + 1:
+                    comp = comps[cj]
+                    pred = comp.begin
+                    if pred is not None and not pred(bind, e):
+                        continue
+                    factor = 1.0
+                    ni = neg_after.get(j)
+                    if ni is not None:
+                        check = negs[ni].check if negs[ni].order_dependent else None
+                        if check is not None:
+                            placed = bind.copy()
+                            placed[cj] = KleeneCell(e, None, comp.aggs_step(None, e)) if comp.kleene else e
+                        for n in negation_candidates[ni]:
+                            if check is None or check(placed, n):
+                                factor *= 1.0 - _pair_between(n, gap_x, t)
+                        if factor == 0.0:
+                            continue
+                else:
+                    continue
+                nb = bind.copy()
+                if comp.kleene:
+                    prev = nb[cj] if cj == j else None
+                    nb[cj] = KleeneCell(e, prev, comp.aggs_step(None if prev is None else prev.aggs, e))
+                else:
+                    nb[cj] = e
+                nmask = mask | bit
+                ncomplete = (nmask & comp_mask[cj]) == comp_mask[cj]
+                nt_first = t if t_first is None else t_first
+                nfirst = t if first is None else first
+                nmass = mass * prob[i] * factor
+                if nmask == full:
+                    if cq.final is not None and not cq.final(nb, None):
+                        continue
+                    total += nmass
+                    if nmass > 0.0:
+                        if best_last is None or t > best_last:
+                            best_last = t
+                        if best_first is None or nfirst < best_first:
+                            best_first = nfirst
+                    continue
+                ngap = t if ncomplete and cj in neg_after else None
+                nkey = (cj, nmask, kleene_ends(nb, cj), nt_first if track_first else None, ngap)
+                add(nkey, nmass, nfirst, nb, cj, nmask, nt_first, ngap)
+        due |= due_at.get(t, 0)
+        states = {k: v for k, v in new_states.items() if (v[4] & due) == due}
+        if not states:
+            break
+    if total <= 0.0:
+        return ZERO
+    return Confidence(min(total, 1.0), best_first, best_last)

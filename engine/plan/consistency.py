@@ -1,0 +1,104 @@
+"""Predicate consistency classes (SASE++ section 5.2) and what they allow.
+
+For a Kleene component, a predicate is classified by how its truth on an element carries over to subsets of the
+elements selected so far:
+
+- ``true-false``: it does not depend on the other elements (``b[i].val > 5``, ``b[i].x = a.x``);
+- ``true``: true against all selected implies true against any subset (``b[i].val > max(b[..i-1].val)``);
+- ``false``: false against all selected implies false against any subset (``c.val < max(b[].val)``);
+- ``inconsistent``: neither (``b[i].val > avg(b[..i-1].val)``).
+
+``b[i].x op b[i-1].x`` with a transitive ``op`` is inconsistent as written but equivalent on valid sequences to
+``b[i].x op max/min(b[..i-1].x)``, which is true-consistent: :func:`rewrite_previous` performs that rewrite.
+
+A query is *monotone* when adding an event to a signature can never raise its confidence; then thresholds prune
+Kleene enumerations (SASE++ Algorithm 1) and the best signature of a distinct value has one element per Kleene set.
+"""
+
+from __future__ import annotations
+
+from engine.language import ast
+from engine.plan.predicates import references
+
+TRANSITIVE = {"<", "<=", ">", ">=", "="}
+AGG_FOR = {">": "max", ">=": "max", "<": "min", "<=": "min"}
+
+
+def _is_prev_comparison(expr: ast.Expr, var: str) -> bool:
+    """``b[i].x op b[i-1].x`` (either side) with a transitive op on one attribute."""
+    if not isinstance(expr, ast.Compare) or expr.op not in TRANSITIVE:
+        return False
+    sides = (expr.left, expr.right)
+    if not all(isinstance(s, ast.AttrRef) and s.var == var for s in sides):
+        return False
+    left, right = sides
+    return {left.index, right.index} == {"i", "prev"} and left.attr == right.attr
+
+
+def classify(expr: ast.Expr, var: str) -> str:
+    """Consistency class of ``expr`` with respect to the Kleene variable ``var``."""
+    forms = references(expr).get(var, set())
+    if forms <= {"i"}:
+        return "true-false"
+    if _is_prev_comparison(expr, var):
+        return "inconsistent-rewritable"
+    if isinstance(expr, ast.Compare) and expr.op in AGG_FOR:
+        left, right = expr.left, expr.right
+        if isinstance(left, ast.AttrRef) and left.var == var and left.index == "i" and isinstance(
+            right, ast.Aggregate
+        ) and right.var == var and right.scope == "before" and right.attr == left.attr:
+            # b[i].x > max(b[..i-1].x): true against all earlier elements -> true against any subset.
+            if right.func == AGG_FOR[expr.op]:
+                return "true"
+    return "inconsistent"
+
+
+def rewrite_previous(expr: ast.Expr) -> ast.Expr:
+    """``b[i].x op b[i-1].x`` -> ``b[i].x op max|min(b[..i-1].x)`` (true-consistent, same valid sequences)."""
+    if not isinstance(expr, ast.Compare) or expr.op not in AGG_FOR:
+        return expr
+    left, right = expr.left, expr.right
+    if not (isinstance(left, ast.AttrRef) and isinstance(right, ast.AttrRef)):
+        return expr
+    if left.index == "prev" and right.index == "i":
+        flipped = {">": "<", ">=": "<=", "<": ">", "<=": ">="}[expr.op]
+        return rewrite_previous(ast.Compare(flipped, right, left, line=expr.line, column=expr.column))
+    if left.index != "i" or right.index != "prev" or left.var != right.var or left.attr != right.attr:
+        return expr
+    agg = ast.Aggregate(AGG_FOR[expr.op], right.var, "before", right.attr, line=right.line, column=right.column)
+    return ast.Compare(expr.op, left, agg, line=expr.line, column=expr.column)
+
+
+def kleene_predicates(query: ast.Query, var: str) -> list[ast.Expr]:
+    """The WHERE conjuncts that read the Kleene variable ``var``."""
+    return [e for e in query.where if var in references(e)]
+
+
+def is_monotone(query: ast.Query, *, returns_too: bool = False) -> bool:
+    """Adding an event to a Kleene set never raises the confidence of a signature (nor changes RETURN, if asked).
+
+    Needs: every predicate on a Kleene variable subset-closed (true-false consistent, or a transitive comparison with
+    the previous element), no predicate over a whole set (``b[b.len]``, ``b[]``, ``b.len``, ``b[1]`` from outside the
+    set's own iterator predicates), and no negation next to a Kleene component (a smaller set widens the gap).
+    """
+    comps = query.components
+    kleene = {c.var for c in comps if c.kleene and not c.negated}
+    for i, c in enumerate(comps):
+        if c.negated:
+            for nb in (comps[i - 1], comps[i + 1]):
+                if nb.var in kleene:
+                    return False
+    for expr in query.where:
+        for var, forms in references(expr).items():
+            if var not in kleene:
+                continue
+            if forms <= {"i"}:
+                continue
+            if _is_prev_comparison(expr, var) or classify(expr, var) == "true":
+                continue
+            return False
+    if returns_too:
+        for item in query.returns:
+            if kleene & set(references(item.expr)):
+                return False
+    return True

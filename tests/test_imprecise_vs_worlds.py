@@ -1,0 +1,129 @@
+"""The imprecise evaluator against the possible-worlds oracle: signatures, exact confidence, time ranges."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import Event, compile_query, match_events
+from engine.language.parser import parse_query
+from tests.possible_worlds import possible_worlds
+
+TICK = 1.0
+#: Where each type's interval starts: mostly in pattern order, with overlaps, so that most streams have matches.
+LO_RANGE = {"A": (0, 5), "B": (2, 8), "C": (5, 10), "D": (2, 8)}
+
+QUERIES = [
+    "PATTERN SEQ(A a, B b, C c)",
+    "PATTERN SEQ(A a, B b, C c) WITHIN 4 s",
+    "PATTERN SEQ(A a, B+ b[], C c)",
+    "PATTERN SEQ(A a, B+ b[], C c) WITHIN 5 s",
+    "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v >= b[i-1].v",
+    "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v > avg(b[..i-1].v) WITHIN 6 s",
+    "PATTERN SEQ(A a, B+ b[], C c) WHERE c.v > max(b[].v)",
+    "PATTERN SEQ(A a, B+ b[])",
+    "PATTERN SEQ(A a, B+ b[]) WHERE b[b.len].v > b[1].v",
+    "PATTERN SEQ(B+ b[], C c) WITHIN 4 s",
+    "PATTERN SEQ(A a, ~D d, C c)",
+    "PATTERN SEQ(A a, ~D d, C c) WHERE d.v > a.v WITHIN 5 s",
+    "PATTERN SEQ(A a, B+ b[], ~D d, C c)",
+    "PATTERN SEQ(A a, B b, C c) WHERE [k]",
+    "PATTERN SEQ(A a, B+ b[], C c) WHERE [k] AND b[i].v > a.v",
+    "PATTERN SEQ(A a, A b) WHERE b.v > a.v",
+]
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> list[Event]:
+    n = draw(st.integers(2, 6))
+    events = []
+    worlds = 1
+    for i in range(n):
+        etype = draw(st.sampled_from("AABBBCCD"))
+        lo = draw(st.integers(*LO_RANGE[etype]))
+        width = draw(st.integers(0, 4 if worlds < 300 else 0))
+        worlds *= width + 1
+        attrs = {"v": draw(st.integers(0, 3))}
+        if draw(st.booleans()):
+            attrs["k"] = draw(st.integers(1, 2))
+        events.append(Event(etype, lo + width / 2, attrs, id=f"e{i}", seq=i, lo=float(lo), hi=float(lo + width),
+                            tick=TICK))
+    return events
+
+
+def _normalise(records: list[dict]) -> dict:
+    out = {}
+    for r in records:
+        key = tuple((var, tuple(sorted(ids))) for var, ids in r["match"].items())
+        assert key not in out, f"duplicate signature {key}"
+        out[key] = r
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(query=st.sampled_from(QUERIES), events=streams(), threshold=st.sampled_from([0.0, 0.0, 0.3]))
+def test_all_signatures_with_exact_confidence(query: str, events: list[Event], threshold: float) -> None:
+    ast_query = parse_query(query, "q")
+    expected = {k: v for k, v in possible_worlds(ast_query, events, TICK).items()
+                if v.confidence > 1e-12 and v.confidence >= threshold - 1e-12}
+    got = _normalise(match_events(compile_query(ast_query, confidence=threshold, tick=TICK), events))
+    assert set(got) == set(expected), (query, events)
+    for key, rec in got.items():
+        want = expected[key]
+        assert math.isclose(rec["confidence"], want.confidence, abs_tol=1e-9), (key, rec, want)
+        assert rec["start"] == want.first_tick * TICK and rec["end"] == want.last_tick * TICK, (key, rec, want)
+
+
+DISTINCT_QUERIES = [
+    "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v >= b[i-1].v RETURN a.k AS k",
+    "PATTERN SEQ(A a, B b, C c) RETURN b.v AS v",
+    "PATTERN SEQ(A a, B+ b[], C c) WHERE [k] RETURN a.v AS v",
+]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(query=st.sampled_from(DISTINCT_QUERIES), events=streams(), threshold=st.sampled_from([0.0, 0.4]))
+def test_distinct_carries_the_best_confidence_per_value(query: str, events: list[Event], threshold: float) -> None:
+    ast_query = parse_query(query, "q")
+    best: dict = {}
+    for res in possible_worlds(ast_query, events, TICK).values():
+        if res.confidence <= 1e-12:
+            continue
+        key = tuple(res.returns.values())
+        best[key] = max(best.get(key, 0.0), res.confidence)
+    best = {k: v for k, v in best.items() if v >= threshold - 1e-12}
+    records = match_events(compile_query(ast_query, output="distinct", confidence=threshold, tick=TICK), events)
+    got = {tuple(r["return"].values()): r["confidence"] for r in records}
+    assert len(got) == len(records), "one record per distinct RETURN value"
+    assert set(got) == set(best)
+    for key, conf in got.items():
+        assert math.isclose(conf, best[key], abs_tol=1e-9)
+
+
+def test_worked_examples_of_the_digests() -> None:
+    """digest-imprecise 3.3 (25/225 and 27/225) and digest-sasepp 6.4 (2/3, 7/9; window: 10/27, 4/9)."""
+
+    def ev(etype: str, lo: int, hi: int, i: int) -> Event:
+        return Event(etype, (lo + hi) / 2, {}, id=f"{etype.lower()}{i}", seq=i, lo=lo, hi=hi, tick=TICK)
+
+    events = [ev("A", 1, 5, 1), ev("C", 3, 5, 2), ev("B", 3, 5, 3), ev("C", 4, 8, 4)]
+    got = {tuple(r["match"]["c"]): r for r in match_events(compile_query("PATTERN SEQ(A a, B b, C c) WITHIN 4 s",
+                                                                          tick=TICK), events)}
+    assert math.isclose(got[("c2",)]["confidence"], 25 / 225)
+    assert (got[("c2",)]["start"], got[("c2",)]["end"]) == (1.0, 5.0)
+    assert math.isclose(got[("c4",)]["confidence"], 27 / 225)
+    assert (got[("c4",)]["start"], got[("c4",)]["end"]) == (1.0, 7.0)
+
+    events = [ev("A", 1, 3, 1), ev("B", 2, 4, 1), ev("B", 3, 5, 2), ev("C", 5, 7, 1)]
+    plain = {tuple(r["match"]["b"]): r["confidence"]
+             for r in match_events(compile_query("PATTERN SEQ(A a, B+ b[], C c)", tick=TICK), events)}
+    assert math.isclose(plain[("b1",)], 2 / 3) and math.isclose(plain[("b2",)], 7 / 9)
+    # Both orders of b1, b2 are worlds of the set {b1, b2}: 8/27 in order b1<b2 plus 2/27 in order b2<b1.
+    assert math.isclose(plain[("b1", "b2")], 10 / 27)
+    windowed = {tuple(r["match"]["b"]): r["confidence"]
+                for r in match_events(compile_query("PATTERN SEQ(A a, B+ b[], C c) WITHIN 5 s", tick=TICK), events)}
+    assert math.isclose(windowed[("b1",)], 10 / 27) and math.isclose(windowed[("b2",)], 4 / 9)
+    pruned = match_events(compile_query("PATTERN SEQ(A a, B+ b[], C c)", confidence=0.5, tick=TICK), events)
+    assert sorted(tuple(r["match"]["b"]) for r in pruned) == [("b1",), ("b2",)]
