@@ -32,6 +32,10 @@ QUERIES = [
     "PATTERN SEQ(A a, B b, C c) WHERE [k]",
     "PATTERN SEQ(A a, B+ b[], C c) WHERE [k] AND b[i].v > a.v",
     "PATTERN SEQ(A a, A b) WHERE b.v > a.v",
+    "PATTERN SEQ(A+ a[], A+ b[]) WITHIN 6 s",
+    "PATTERN SEQ(A+ a[], B+ b[], C c) WHERE b[i].v > a[a.len].v",
+    "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v <= c.v",
+    "PATTERN SEQ(A a, ~D d, B+ b[], C c) WHERE d.v > b[1].v",
 ]
 
 
@@ -127,3 +131,17 @@ def test_worked_examples_of_the_digests() -> None:
     assert math.isclose(windowed[("b1",)], 10 / 27) and math.isclose(windowed[("b2",)], 4 / 9)
     pruned = match_events(compile_query("PATTERN SEQ(A a, B+ b[], C c)", confidence=0.5, tick=TICK), events)
     assert sorted(tuple(r["match"]["b"]) for r in pruned) == [("b1",), ("b2",)]
+
+
+def test_negation_reading_a_later_set_is_applied_on_the_whole_match() -> None:
+    query = "PATTERN SEQ(A+ a[], ~A b, A+ c[]) WHERE [k] AND c[c.len].v < b.v"
+    events = [Event("A", 1, {"k": 1, "v": 1}, id="a1", seq=0, lo=0, hi=2, tick=TICK),
+              Event("A", 2, {"k": 1, "v": 5}, id="n", seq=1, lo=1, hi=3, tick=TICK),
+              Event("A", 3, {"k": 1, "v": 2}, id="c1", seq=2, lo=2, hi=4, tick=TICK),
+              Event("A", 4, {"k": 1, "v": 0}, id="c2", seq=3, lo=4, hi=5, tick=TICK)]
+    ast_query = parse_query(query, "q")
+    expected = {k: v for k, v in possible_worlds(ast_query, events, TICK).items() if v.confidence > 1e-12}
+    got = _normalise(match_events(compile_query(ast_query, tick=TICK), events))
+    assert set(got) == set(expected) and expected
+    for key, rec in got.items():
+        assert math.isclose(rec["confidence"], expected[key].confidence, abs_tol=1e-9)

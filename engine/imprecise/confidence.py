@@ -17,6 +17,8 @@ This also yields the valid time range: the earliest first point and latest last 
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,6 +48,102 @@ def _pair_between(n: Event, x: int, y: int) -> float:
     return (hi - lo + 1) / (n.thi - n.tlo + 1)
 
 
+def _predicates_hold(cq: CompiledQuery, chain: Sequence[Event]) -> bool:
+    """Every predicate along a chain of one event per component (their order is the components' order)."""
+    bind: list = [None] * len(chain)
+    for comp, e in zip(cq.components, chain, strict=True):
+        if comp.begin is not None and not comp.begin(bind, e):
+            return False
+        bind[comp.index] = KleeneCell(e, None, comp.aggs_step(None, e)) if comp.kleene else e
+    return cq.final is None or bool(cq.final(bind, None))
+
+
+def _forced_order(cq: CompiledQuery, assignment: Sequence[Sequence[Event]]) -> Confidence | None:
+    """When the intervals leave only one order and the window cannot bind, every world agrees: confidence is 1 or 0
+    by the predicates along that order.  ``None`` when the order is not forced."""
+    prev_hi = None
+    ordered: list[list[Event]] = []
+    for evs in assignment:
+        chain = sorted(evs, key=lambda e: (e.tlo, e.thi)) if len(evs) > 1 else list(evs)
+        for e in chain:
+            if prev_hi is not None and e.tlo <= prev_hi:
+                return None
+            prev_hi = e.thi
+        ordered.append(chain)
+    bind: list = [None] * len(cq.components)
+    for comp, chain in zip(cq.components, ordered, strict=True):
+        for i, e in enumerate(chain):
+            pred = comp.begin if i == 0 else comp.take
+            if pred is not None and not pred(bind, e):
+                return ZERO
+            if comp.kleene:
+                prev = bind[comp.index] if i else None
+                bind[comp.index] = KleeneCell(e, prev, comp.aggs_step(None if prev is None else prev.aggs, e))
+            else:
+                bind[comp.index] = e
+    if cq.final is not None and not cq.final(bind, None):
+        return ZERO
+    return Confidence(1.0, ordered[0][0].tlo, ordered[-1][-1].thi)
+
+
+def _chain_mass(events: Sequence[Event], first_lo: int, first_hi: int, cap: float) -> tuple[float, int | None]:
+    """P(t_1 in [first_lo, first_hi], t_1 < t_2 < ... < t_m < cap) for a fixed chain, O(m * U) with prefix sums.
+    Returns the mass and the latest last point with positive mass."""
+    e1 = events[0]
+    p1 = 1.0 / (e1.thi - e1.tlo + 1)
+    lo, hi = first_lo, first_hi
+    mass = [p1] * (hi - lo + 1)
+    for e in events[1:]:
+        nlo = max(e.tlo, lo + 1)
+        nhi = e.thi if cap == math.inf else min(e.thi, int(cap) - 1)
+        if nhi < nlo:
+            return 0.0, None
+        p = 1.0 / (e.thi - e.tlo + 1)
+        prefix = list(itertools.accumulate(mass))  # prefix[k] = sum mass[0..k], i.e. points lo..lo+k
+        top = len(prefix) - 1
+        mass = [p * prefix[min(t - 1 - lo, top)] for t in range(nlo, nhi + 1)]
+        lo, hi = nlo, nhi
+    total = sum(mass)
+    if total <= 0.0:
+        return 0.0, None
+    last = max(t for t, w in zip(range(lo, hi + 1), mass, strict=True) if w > 0.0)
+    return total, last
+
+
+def _chain_confidence(events: Sequence[Event], window: int | None) -> Confidence:
+    """Exact confidence of one event per component (the usual Hadoop case) without the general state DP.
+
+    Without a binding window the chain is one pass; otherwise the first point is fixed tick by tick only where the
+    window can cut the chain (``t_1 <= t_m.upper - W``), the rest is one pass."""
+    first, last = events[0], events[-1]
+    if window is None or last.thi - first.tlo < window:
+        total, end = _chain_mass(events, first.tlo, first.thi, math.inf)
+        if total <= 0.0:
+            return ZERO
+        # Starting as early as possible only helps a chain without a window: the earliest first point is feasible.
+        return Confidence(min(total, 1.0), first.tlo, end)
+    total = 0.0
+    start = None
+    end = None
+    cut = min(first.thi, last.thi - window)  # t_1 <= cut: the window may bind
+    for t1 in range(first.tlo, cut + 1):
+        mass, t_end = _chain_mass(events, t1, t1, t1 + window)
+        if mass > 0.0:
+            total += mass
+            start = t1 if start is None else start
+            end = t_end if end is None else max(end, t_end)
+    if cut < first.thi:
+        mass, t_end = _chain_mass(events, max(first.tlo, cut + 1), first.thi, math.inf)
+        if mass > 0.0:
+            total += mass
+            if start is None:
+                start = max(first.tlo, cut + 1)
+            end = t_end if end is None else max(end, t_end)
+    if total <= 0.0:
+        return ZERO
+    return Confidence(min(total, 1.0), start, end)
+
+
 def signature_confidence(
     cq: CompiledQuery,
     assignment: Sequence[Sequence[Event]],
@@ -73,6 +171,16 @@ def signature_confidence(
     lo = min(e.tlo for e in events)
     hi = max(e.thi for e in events)
     window = cq.window
+    if not any(negation_candidates):
+        if window is None or hi - lo < window:
+            forced = _forced_order(cq, assignment)
+            if forced is not None:
+                return forced
+        if all(len(evs) == 1 for evs in assignment):
+            chain = [evs[0] for evs in assignment]
+            if not _predicates_hold(cq, chain):
+                return ZERO
+            return _chain_confidence(chain, window)
     track_first = window is not None and hi - lo >= window
     neg_after = {neg.after: i for i, neg in enumerate(cq.negations)}
     negs = cq.negations
@@ -88,10 +196,10 @@ def signature_confidence(
         due_at[e.thi] = due_at.get(e.thi, 0) | (1 << i)
     prob = [1.0 / (e.thi - e.tlo + 1) for e in events]
 
-    # state key -> [mass, min first tick, bind, j, mask, t_first, gap_x]
-    # key: (j, mask, kleene ends, t_first or None, gap_x or None)
+    # state key -> [mass, min first tick, bind, j, mask, t_first, gap_x, deferred gaps]
+    # key: (j, mask, kleene ends, t_first or None, gap_x or None, deferred gaps)
     init_bind: list = [None] * m
-    states: dict[tuple, list] = {(-1, 0, (), None, None): [1.0, None, init_bind, -1, 0, None, None]}
+    states: dict[tuple, list] = {(-1, 0, (), None, None, ()): [1.0, None, init_bind, -1, 0, None, None, ()]}
     due = 0
     best_last: int | None = None
     best_first: int | None = None
@@ -109,18 +217,18 @@ def signature_confidence(
         new_states: dict[tuple, list] = {}
 
         def add(key: tuple, mass: float, first: int | None, bind: list, j: int, mask: int,
-                t_first: int | None, gap_x: int | None) -> None:
+                t_first: int | None, gap_x: int | None, gaps: tuple, new_states: dict = new_states) -> None:
             cur = new_states.get(key)
             if cur is None:
-                new_states[key] = [mass, first, bind, j, mask, t_first, gap_x]
+                new_states[key] = [mass, first, bind, j, mask, t_first, gap_x, gaps]
             else:
                 cur[0] += mass
                 if first is not None and (cur[1] is None or first < cur[1]):
                     cur[1] = first
 
         here = live.get(t, ())
-        for key, (mass, first, bind, j, mask, t_first, gap_x) in states.items():
-            add(key, mass, first, bind, j, mask, t_first, gap_x)  # place nothing at t
+        for key, (mass, first, bind, j, mask, t_first, gap_x, gaps) in states.items():
+            add(key, mass, first, bind, j, mask, t_first, gap_x, gaps)  # place nothing at t
             if window is not None and t_first is not None and t - t_first >= window:
                 continue
             complete = j < 0 or (mask & comp_mask[j]) == comp_mask[j]
@@ -130,6 +238,7 @@ def signature_confidence(
                     continue
                 cj = comp_of[i]
                 e = events[i]
+                ngaps = gaps
                 if cj == j and not complete:
                     comp = comps[j]
                     pred = comp.take
@@ -143,7 +252,9 @@ def signature_confidence(
                         continue
                     factor = 1.0
                     ni = neg_after.get(j)
-                    if ni is not None:
+                    if ni is not None and negs[ni].deferred:
+                        ngaps = (*gaps, (ni, gap_x, t))
+                    elif ni is not None:
                         check = negs[ni].check if negs[ni].order_dependent else None
                         if check is not None:
                             placed = bind.copy()
@@ -169,6 +280,11 @@ def signature_confidence(
                 if nmask == full:
                     if cq.final is not None and not cq.final(nb, None):
                         continue
+                    for gi, gx, gy in ngaps:
+                        check = negs[gi].check
+                        for n in negation_candidates[gi]:
+                            if check is None or check(nb, n):
+                                nmass *= 1.0 - _pair_between(n, gx, gy)
                     total += nmass
                     if nmass > 0.0:
                         if best_last is None or t > best_last:
@@ -177,8 +293,8 @@ def signature_confidence(
                             best_first = nfirst
                     continue
                 ngap = t if ncomplete and cj in neg_after else None
-                nkey = (cj, nmask, kleene_ends(nb, cj), nt_first if track_first else None, ngap)
-                add(nkey, nmass, nfirst, nb, cj, nmask, nt_first, ngap)
+                nkey = (cj, nmask, kleene_ends(nb, cj), nt_first if track_first else None, ngap, ngaps)
+                add(nkey, nmass, nfirst, nb, cj, nmask, nt_first, ngap, ngaps)
         due |= due_at.get(t, 0)
         states = {k: v for k, v in new_states.items() if (v[4] & due) == due}
         if not states:

@@ -19,18 +19,16 @@ query is monotone (adding events never raises confidence, :mod:`engine.plan.cons
 from __future__ import annotations
 
 import heapq
-import itertools
 import json
 import math
 from bisect import bisect_left
-from collections.abc import Iterator
 from typing import Any
 
 from engine.events import Event
 from engine.imprecise.confidence import Confidence, signature_confidence
 from engine.plan.compiler import CompiledQuery
-from engine.plan.consistency import is_monotone
-from engine.plan.predicates import KleeneCell
+from engine.plan.consistency import classify, is_monotone
+from engine.plan.predicates import KleeneCell, Placement, compile_expr, references
 
 NEG_INF = -math.inf
 
@@ -82,10 +80,11 @@ class _TypeBuffer:
 class ImpreciseMatcher:
     """Exact possible-worlds evaluation of one skip_till_any_match query (SPEC sections 3 and 5)."""
 
-    def __init__(self, cq: CompiledQuery, max_uncertainty: int = 0) -> None:
+    def __init__(self, cq: CompiledQuery, max_uncertainty: int = 0, *, early_filters: bool = True) -> None:
         if cq.strategy != "skip_till_any_match":
             raise ValueError("the imprecise evaluator implements skip_till_any_match only")
         self.cq = cq
+        self.early_filters = early_filters
         self.name = cq.name
         self.comps = cq.components
         self.m = len(self.comps)
@@ -95,6 +94,7 @@ class ImpreciseMatcher:
         self.attrs = cq.equivalence
         self.monotone = is_monotone(cq.ast)
         self.singles = self.mode == "collapsed" or (self.mode == "distinct" and is_monotone(cq.ast, returns_too=True))
+        self._plan_enumeration()
         self.buffers: dict[str, _TypeBuffer] = {}
         for c in self.comps:
             self.buffers.setdefault(c.type, _TypeBuffer())
@@ -109,6 +109,34 @@ class ImpreciseMatcher:
         self.emitted: set = set()
         self.signatures = 0
         self.matches = 0
+
+    def _plan_enumeration(self) -> None:
+        """Which predicates can run before the confidence DP: singleton-only ones once their earliest variable is
+        chosen, and true-false consistent Kleene filters (SASE++ on-the-fly early filters)."""
+        cq = self.cq
+        comps = self.comps
+        index = {c.var: c.index for c in comps}
+        kleene = {c.var for c in comps if c.kleene}
+        self.singleton_order = [c.index for c in comps if not c.kleene]
+        self.kleene_order = [c.index for c in comps if c.kleene]
+        self.singleton_checks: dict[int, list] = {}
+        self.kleene_filters: dict[int, list] = {}
+        complete = Placement(None, "complete", index, {})
+        negated = {n.var for n in cq.negations}
+        for expr in cq.ast.where:
+            refs = references(expr)
+            if set(refs) & negated or id(expr) in cq.forall:
+                continue
+            kvars = set(refs) & kleene
+            if not kvars and refs:
+                earliest = min(index[v] for v in refs)
+                self.singleton_checks.setdefault(earliest, []).append(compile_expr(expr, complete))
+            elif len(kvars) == 1 and self.early_filters:
+                var = kvars.pop()
+                if classify(expr, var) == "true-false" and not (refs[var] - {"i"}):
+                    k = index[var]
+                    self.kleene_filters.setdefault(k, []).append(
+                        compile_expr(expr, Placement(var, "begin", index, {})))
 
     # ------------------------------------------------------------------ stream
 
@@ -175,86 +203,155 @@ class ImpreciseMatcher:
             out.append(self._record(merged, conf))
 
     def _enumerate_closed_by(self, z: Event, out: list[dict]) -> None:
-        last = self.m - 1
-        comp = self.comps[last]
+        """Every signature whose last component is closed by ``z``: singletons first (backwards, with early
+        predicate checks), then the Kleene sets between them."""
         eqv = self._bind_eq((None,) * len(self.attrs), z)
         if eqv is None:
             return
         floor = z.tlo - self.window + 1 if self.window is not None else NEG_INF
-        if comp.kleene:
-            others = [e for e in self._candidates(last, eqv, z.thi + 1, floor, ()) if _canon(e) < _canon(z)]
-            for subset in self._subsets(others, fixed=z):
-                self._assign_from(last - 1, [None] * self.m, subset, eqv, floor, out)
-        else:
-            self._assign_from(last - 1, [None] * self.m, [z], eqv, floor, out)
+        assignment: list = [None] * self.m
+        if not self.trailing:
+            assignment[-1] = [z]
+        self._assign_singletons(len(self.singleton_order) - (0 if self.trailing else 1), assignment, eqv, floor,
+                                z, out)
+
+    def _assign_singletons(self, pos: int, assignment: list, eqv: tuple, floor: float, z: Event,
+                           out: list[dict]) -> None:
+        """Choose the singleton components ``singleton_order[:pos]`` (backwards)."""
+        if pos == 0:
+            self._assign_kleene(assignment, eqv, floor, z, out)
+            return
+        j = self.singleton_order[pos - 1]
+        before = self._upper_bound(j, assignment, z)
+        used = {id(e) for evs in assignment if evs for e in evs}
+        for e in self.buffers[self.comps[j].type].below(before):
+            if e.thi < floor or id(e) in used:
+                continue
+            eqv2 = self._bind_eq(eqv, e)
+            if eqv2 is None:
+                continue
+            assignment[j] = [e]
+            if self._singleton_checks_pass(j, assignment):
+                self._assign_singletons(pos - 1, assignment, eqv2, floor, z, out)
+        assignment[j] = None
+
+    def _upper_bound(self, j: int, assignment: list, z: Event) -> float:
+        """Events of component j start before the latest possible point of the next assigned component."""
+        for k in range(j + 1, self.m):
+            if assignment[k] is not None:
+                return min(e.thi for e in assignment[k])
+        return z.thi + 1
+
+    def _lower_bound(self, j: int, assignment: list) -> float:
+        for k in range(j - 1, -1, -1):
+            if assignment[k] is not None:
+                return max(e.tlo for e in assignment[k])
+        return NEG_INF
+
+    def _singleton_checks_pass(self, j: int, assignment: list) -> bool:
+        """Predicates over singletons only, checked as soon as their earliest variable is chosen."""
+        checks = self.singleton_checks.get(j)
+        if not checks:
+            return True
+        bind = [evs[0] if evs is not None and not c.kleene else None
+                for c, evs in zip(self.comps, assignment, strict=True)]
+        return all(check(bind, None) for check in checks)
+
+    def _assign_kleene(self, assignment: list, eqv: tuple, floor: float, z: Event, out: list[dict]) -> None:
+        bind = [evs[0] if evs is not None and not c.kleene else None
+                for c, evs in zip(self.comps, assignment, strict=True)]
+        pools: list[tuple[int, list[Event], Event | None]] = []
+        used = {id(e) for evs in assignment if evs for e in evs}
+        for k in self.kleene_order:
+            fixed = z if (self.trailing and k == self.m - 1) else None
+            before = self._upper_bound(k, assignment, z)
+            after = self._lower_bound(k, assignment)
+            filters = self.kleene_filters.get(k, ())
+            cands = []
+            for e in self.buffers[self.comps[k].type].below(before):
+                if e.thi < floor or e.thi <= after or id(e) in used or e is z:
+                    continue
+                if fixed is not None and _canon(e) >= _canon(fixed):
+                    continue
+                if self._bind_eq(eqv, e) is None:
+                    continue
+                if any(not f(bind, e) for f in filters):
+                    continue  # true-false consistent and false: no subset can hold it
+                cands.append(e)
+            if fixed is None and not cands:
+                return
+            pools.append((k, sorted(cands, key=_canon), fixed))
+        self._choose_sets(0, pools, assignment, eqv, out, frozenset())
+
+    def _choose_sets(self, i: int, pools: list, assignment: list, eqv: tuple, out: list[dict],
+                     taken: frozenset) -> None:
+        """Choose the Kleene sets ``pools[i:]``; an event goes to at most one of them (``taken``)."""
+        if i == len(pools):
+            self._evaluate(assignment, eqv, out)
+            return
+        k, cands, fixed = pools[i]
+        if taken:
+            cands = [e for e in cands if id(e) not in taken]
+        last_pool = i == len(pools) - 1
+        if self.singles:
+            options = [[fixed]] if fixed is not None else [[e] for e in cands]
+            for chosen in options:
+                eqv2 = self._bind_set_eq(eqv, chosen)
+                if eqv2 is not None:
+                    assignment[k] = chosen
+                    self._choose_sets(i + 1, pools, assignment, eqv2, out, taken | {id(e) for e in chosen})
+            assignment[k] = None
+            return
+        prune = self.monotone and last_pool and self.mode == "all"
+        base = [fixed] if fixed is not None else []
+        # SASE++ Algorithm 1: extend sets in canonical order; when the query is monotone a set below the threshold
+        # (or impossible) is never extended, since adding events never raises confidence.
+        stack: list[tuple[list[Event], int]] = [(base, 0)]
+        while stack:
+            chosen, nxt = stack.pop()
+            for idx in range(len(cands) - 1, nxt - 1, -1):
+                grown = [cands[idx], *chosen] if fixed is not None else [*chosen, cands[idx]]
+                grown.sort(key=_canon)
+                eqv2 = self._bind_set_eq(eqv, grown)
+                if eqv2 is None:
+                    continue
+                assignment[k] = grown
+                if prune:
+                    if self._evaluate(assignment, eqv2, out):
+                        stack.append((grown, idx + 1))
+                else:
+                    self._choose_sets(i + 1, pools, assignment, eqv2, out, taken | {id(e) for e in grown})
+                    stack.append((grown, idx + 1))
+            if fixed is not None and chosen is base:
+                assignment[k] = base
+                if prune:
+                    self._evaluate(assignment, eqv, out)
+                else:
+                    self._choose_sets(i + 1, pools, assignment, eqv, out, taken | {id(fixed)})
+        assignment[k] = None
+
+    def _bind_set_eq(self, eqv: tuple, events: list[Event]) -> tuple | None:
+        for e in events:
+            eqv = self._bind_eq(eqv, e)
+            if eqv is None:
+                return None
+        return eqv
 
     def _bind_eq(self, eqv: tuple, e: Event) -> tuple | None:
         if not self.attrs:
             return eqv
-        new = list(eqv)
+        new = None
         for i, attr in enumerate(self.attrs):
             v = e.attrs.get(attr)
             if v is None:
                 continue
-            if new[i] is None:
+            if eqv[i] is None:
+                if new is None:
+                    new = list(eqv)
                 new[i] = v
-            elif new[i] != v:
+            elif eqv[i] != v:
                 return None
-        return tuple(new)
-
-    def _candidates(self, j: int, eqv: tuple, before: float, floor: float, used: tuple) -> list[Event]:
-        """Events that may fill component ``j``: its type, starting before ``before``, reaching ``floor``."""
-        comp = self.comps[j]
-        out = []
-        for e in self.buffers[comp.type].below(before):
-            if e.thi < floor or e in used:
-                continue
-            if self._bind_eq(eqv, e) is None:
-                continue
-            out.append(e)
-        return out
-
-    def _subsets(self, cands: list[Event], fixed: Event | None = None) -> Iterator[list[Event]]:
-        """Non-empty Kleene sets from ``cands`` (plus ``fixed`` when given), in canonical order."""
-        cands = sorted(cands, key=_canon)
-        if self.singles:
-            if fixed is not None:
-                yield [fixed]
-            else:
-                for e in cands:
-                    yield [e]
-            return
-        start = 0 if fixed is not None else 1
-        for r in range(start, len(cands) + 1):
-            for combo in itertools.combinations(cands, r):
-                chosen = list(combo) + ([fixed] if fixed is not None else [])
-                if chosen:
-                    yield chosen
-
-    def _assign_from(self, j: int, assignment: list, current: list[Event], eqv: tuple, floor: float,
-                     out: list[dict]) -> None:
-        """Fix component ``j + 1`` to ``current`` and continue backwards to component ``j``."""
-        assignment = assignment.copy()
-        assignment[j + 1] = current
-        for e in current:
-            eqv = self._bind_eq(eqv, e)
-            if eqv is None:
-                return
-        if j < 0:
-            self._evaluate(assignment, eqv, out)
-            return
-        # Every event of component j precedes every event of component j+1: it starts before the earliest end.
-        before = min(e.thi for e in current)
-        used = tuple(e for evs in assignment if evs for e in evs)
-        cands = self._candidates(j, eqv, before, floor, used)
-        if not cands:
-            return
-        if self.comps[j].kleene:
-            for subset in self._subsets(cands):
-                self._assign_from(j - 1, assignment, subset, eqv, floor, out)
-        else:
-            for e in cands:
-                self._assign_from(j - 1, assignment, [e], eqv, floor, out)
+        return eqv if new is None else tuple(new)
 
     def _negation_candidates(self, assignment: list, eqv: tuple) -> list[list[Event]]:
         members = {id(e) for evs in assignment for e in evs}
@@ -281,17 +378,27 @@ class ImpreciseMatcher:
                 return False
         return True
 
-    def _evaluate(self, assignment: list, eqv: tuple, out: list[dict]) -> None:
+    def _evaluate(self, assignment: list, eqv: tuple, out: list[dict]) -> bool:
+        """Confidence of one complete assignment; emit or offer it.  True when it reached the threshold."""
+        if self.mode == "distinct" and self.singles:
+            key = self._return_key(assignment)
+            if key in self.emitted:
+                return False
         self.signatures += 1
         conf = signature_confidence(self.cq, assignment, self._negation_candidates(assignment, eqv))
         if conf.value <= 0.0 or conf.value < self.threshold:
-            return
+            return False
         if self.mode == "all":
             out.append(self._record(assignment, conf))
         elif self.mode == "distinct":
             self._offer_distinct(assignment, conf, out)
         else:
             self._offer_collapsed(assignment, conf, out)
+        return True
+
+    def _return_key(self, assignment: list) -> tuple:
+        bind = self._canonical_bind(assignment)
+        return tuple(_hashable(fn(bind, None)) for _, fn in self.cq.returns)
 
     # ------------------------------------------------------------------ output
 

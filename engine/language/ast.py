@@ -8,7 +8,7 @@ Every node carries the ``line``/``column`` of its first character in the query t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 # --------------------------------------------------------------------------- expressions
 
@@ -113,7 +113,7 @@ class Not(Node):
     operand: Expr
 
 
-Expr = Union[Number, String, Bool, AttrRef, Aggregate, KleeneLen, BinOp, Neg, Compare, And, Or, Not]
+Expr = Number | String | Bool | AttrRef | Aggregate | KleeneLen | BinOp | Neg | Compare | And | Or | Not
 
 # --------------------------------------------------------------------------- query
 

@@ -5,8 +5,8 @@ sits at it with or without elements).  Each WHERE conjunct is placed by its *las
 
 - on the ``begin`` edge of a singleton component;
 - for a Kleene variable ``b``: predicates naming ``b[i]`` go on ``take`` (and also on ``begin`` unless they name
-  ``b[i-1]``/``b[..i-1]``, SPEC: those hold for i >= 2 only); predicates naming only ``b[1]`` go on ``begin``; predicates
-  over the finished set (``b[b.len]``, ``b[]``, ``b.len``) go on the next component's ``begin`` -- the paper's proceed
+  ``b[i-1]``/``b[..i-1]``, SPEC: those hold for i >= 2 only); predicates naming only ``b[1]`` go on ``begin``;
+  predicates over the finished set (``b[b.len]``, ``b[]``, ``b.len``) go on the next component's ``begin`` -- the paper's proceed
   edge -- or, for a trailing Kleene component, on every completion;
 - predicates naming a negated variable form that negation's nested check (SPEC section 3, item 5).
 
@@ -63,6 +63,8 @@ class PlanNegation:
     #: The check reads the first/last element of a Kleene set, which depends on the world: the imprecise evaluator
     #: then applies it while placing the component after the gap instead of once per signature.
     order_dependent: bool = False
+    #: ... and it reads a set that is not finished when the gap closes: applied when the whole match is placed.
+    deferred: bool = False
 
 
 @dataclass
@@ -156,7 +158,8 @@ def compile_query(
     agg_slots = {(v, a): i for v, attrs in agg_attrs.items() for i, a in enumerate(attrs)}
 
     comps = [
-        PlanComponent(c.var, c.type, c.kleene, i, aggs_step=make_aggs_step(agg_attrs.get(c.var, ())) if c.kleene else None)
+        PlanComponent(c.var, c.type, c.kleene, i,
+                      aggs_step=make_aggs_step(agg_attrs.get(c.var, ())) if c.kleene else None)
         for i, c in enumerate(positives)
     ]
     negations: list[PlanNegation] = []
@@ -217,8 +220,7 @@ def compile_query(
                 if var in kleene_vars and forms & {"first", "last"}:
                     neg.order_dependent = True
                     if index[var] > neg.after + 1 or (index[var] == neg.after + 1 and forms - {"first"}):
-                        raise _error(query, expr, f"a negation predicate can read {var}[b.len] only for a set "
-                                                  "that ends before the negated component")
+                        neg.deferred = True
         neg.check = conjunction([compile_expr(e, Placement(neg.var, "complete", index, agg_slots))
                                  for e in neg.exprs])
     complete = Placement(None, "complete", index, agg_slots)
@@ -303,7 +305,8 @@ def _check_collapsible(cq: CompiledQuery) -> None:
     if comps[0].kleene:
         raise _error(q, None, "output 'collapsed' needs a singleton first component")
     if comps[-1].kleene:
-        raise _error(q, None, "output 'collapsed' needs a singleton last component (a trailing Kleene set is never final)")
+        raise _error(q, None, "output 'collapsed' needs a singleton last component "
+                              "(a trailing Kleene set is never final)")
     for comp in comps:
         if not comp.kleene:
             continue
