@@ -145,3 +145,39 @@ def test_negation_reading_a_later_set_is_applied_on_the_whole_match() -> None:
     assert set(got) == set(expected) and expected
     for key, rec in got.items():
         assert math.isclose(rec["confidence"], expected[key].confidence, abs_tol=1e-9)
+
+
+COLLAPSED_QUERIES = [
+    "PATTERN SEQ(A a, B+ b[], C c) RETURN count(b[].v) AS n",
+    "PATTERN SEQ(A a, B+ b[], C c) WHERE [k] AND b[i].v > a.v WITHIN 7 s",
+    "PATTERN SEQ(A a, B+ b[], D d, C c) WHERE b[i].v < 3",
+]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(query=st.sampled_from(COLLAPSED_QUERIES), events=streams(), threshold=st.sampled_from([0.0, 0.5]))
+def test_collapsed_is_the_union_per_singleton_assignment(query: str, events: list[Event], threshold: float) -> None:
+    """One record per assignment of the singleton components: every Kleene event of its qualifying signatures,
+    with the best confidence among them."""
+    ast_query = parse_query(query, "q")
+    kleene = {c.var for c in ast_query.components if c.kleene}
+    groups: dict = {}
+    for sig, res in possible_worlds(ast_query, events, TICK).items():
+        if res.confidence <= 1e-12 or res.confidence < threshold - 1e-12:
+            continue
+        singles = tuple((var, ids) for var, ids in sig if var not in kleene)
+        union, best = groups.get(singles, ({}, 0.0))
+        for var, ids in sig:
+            if var in kleene:
+                union.setdefault(var, set()).update(ids)
+        groups[singles] = (union, max(best, res.confidence))
+    records = match_events(compile_query(ast_query, output="collapsed", confidence=threshold, tick=TICK), events)
+    got = {}
+    for r in records:
+        singles = tuple((var, tuple(ids)) for var, ids in r["match"].items() if var not in kleene)
+        assert singles not in got
+        got[singles] = ({var: set(ids) for var, ids in r["match"].items() if var in kleene}, r["confidence"])
+    assert set(got) == set(groups)
+    for key, (union, conf) in got.items():
+        assert union == groups[key][0]
+        assert math.isclose(conf, groups[key][1], abs_tol=1e-9)

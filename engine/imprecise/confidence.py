@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.events import Event
+from engine.imprecise.bounds import valid_intervals
 from engine.plan.compiler import CompiledQuery
 from engine.plan.predicates import KleeneCell
 
@@ -178,7 +179,7 @@ def signature_confidence(
                 return forced
         if all(len(evs) == 1 for evs in assignment):
             chain = [evs[0] for evs in assignment]
-            if not _predicates_hold(cq, chain):
+            if valid_intervals(chain, window) is None or not _predicates_hold(cq, chain):
                 return ZERO
             return _chain_confidence(chain, window)
     track_first = window is not None and hi - lo >= window

@@ -459,7 +459,7 @@ class ImpreciseMatcher:
         singles = tuple(id(evs[0]) for comp, evs in zip(self.comps, assignment, strict=True) if not comp.kleene)
         group = self._collapse.get(singles)
         if group is None:
-            group = self._collapse[singles] = [assignment, conf, [set() for _ in self.comps]]
+            group = self._collapse[singles] = [assignment.copy(), conf, [set() for _ in self.comps]]
         else:
             old = group[1]
             group[1] = Confidence(
