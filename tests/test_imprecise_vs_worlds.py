@@ -84,6 +84,9 @@ DISTINCT_QUERIES = [
     "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v >= b[i-1].v RETURN a.k AS k",
     "PATTERN SEQ(A a, B b, C c) RETURN b.v AS v",
     "PATTERN SEQ(A a, B+ b[], C c) WHERE [k] RETURN a.v AS v",
+    "PATTERN SEQ(A a, B+ b[], C c) WHERE [k] RETURN c.v AS v",
+    "PATTERN SEQ(A a, B b, C c) WITHIN 5 s RETURN c.k AS k",
+    "PATTERN SEQ(A a, B+ b[], D d, C c) WITHIN 8 s RETURN d.v AS v",
 ]
 
 

@@ -123,6 +123,15 @@ class ImpreciseMatcher:
         self.kleene_filters: dict[int, list] = {}
         complete = Placement(None, "complete", index, {})
         negated = {n.var for n in cq.negations}
+        # Components whose variable no predicate or RETURN names, with no negation beside them: their candidates
+        # matter only through time, which distinct output exploits (dominance, interchangeable middles).
+        named = {v for e in cq.ast.where for v in references(e)} | {
+            v for r in cq.ast.returns for v in references(r.expr)}
+        beside_negation = {n.after for n in cq.negations} | {n.after + 1 for n in cq.negations}
+        self.free = {c.index for c in comps if c.var not in named and c.index not in beside_negation}
+        returned = {index[v] for r in cq.ast.returns for v in references(r.expr) if v in index}
+        self.return_ready = (min(returned) if returned and not (returned & {c.index for c in comps if c.kleene})
+                             and self.mode == "distinct" and self.singles else -1)
         for expr in cq.ast.where:
             refs = references(expr)
             if set(refs) & negated or id(expr) in cq.forall:
@@ -224,16 +233,37 @@ class ImpreciseMatcher:
         j = self.singleton_order[pos - 1]
         before = self._upper_bound(j, assignment, z)
         used = {id(e) for evs in assignment if evs for e in evs}
+        cands = []
         for e in self.buffers[self.comps[j].type].below(before):
             if e.thi < floor or id(e) in used:
                 continue
             eqv2 = self._bind_eq(eqv, e)
-            if eqv2 is None:
-                continue
+            if eqv2 is not None:
+                cands.append((e, eqv2))
+        if j == 0 and j in self.free and self.mode == "distinct" and assignment[1] is not None:
+            cands = self._undominated_first(cands, min(x.tlo for x in assignment[1]))
+        for e, eqv2 in cands:
             assignment[j] = [e]
-            if self._singleton_checks_pass(j, assignment):
-                self._assign_singletons(pos - 1, assignment, eqv2, floor, z, out)
+            if not self._singleton_checks_pass(j, assignment):
+                continue
+            if j == self.return_ready and self._return_key(assignment) in self.emitted:
+                continue  # distinct: this value is already out
+            self._assign_singletons(pos - 1, assignment, eqv2, floor, z, out)
         assignment[j] = None
+
+    @staticmethod
+    def _undominated_first(cands: list, next_lo: int) -> list:
+        """Distinct output, first component named nowhere: of the candidates surely before the next component, a
+        later interval (both bounds no earlier) is at least as likely to keep the window -- keep the frontier."""
+        before = sorted((c for c in cands if c[0].thi < next_lo), key=lambda c: (-c[0].tlo, -c[0].thi))
+        keep = [c for c in cands if c[0].thi >= next_lo]
+        best_hi: dict = {}  # per equivalence binding: candidates binding different values are not comparable
+        for c in before:
+            top = best_hi.get(c[1])
+            if top is None or c[0].thi > top:
+                keep.append(c)
+                best_hi[c[1]] = c[0].thi
+        return keep
 
     def _upper_bound(self, j: int, assignment: list, z: Event) -> float:
         """Events of component j start before the latest possible point of the next assigned component."""
@@ -294,6 +324,8 @@ class ImpreciseMatcher:
             cands = [e for e in cands if id(e) not in taken]
         last_pool = i == len(pools) - 1
         if self.singles:
+            if fixed is None and k in self.free and self.mode == "distinct" and 0 < k < self.m - 1:
+                cands = self._one_of_the_surely_inside(k, cands, assignment, eqv)
             options = [[fixed]] if fixed is not None else [[e] for e in cands]
             for chosen in options:
                 eqv2 = self._bind_set_eq(eqv, chosen)
@@ -329,6 +361,25 @@ class ImpreciseMatcher:
                 else:
                     self._choose_sets(i + 1, pools, assignment, eqv, out, taken | {id(fixed)})
         assignment[k] = None
+
+    def _one_of_the_surely_inside(self, k: int, cands: list[Event], assignment: list, eqv: tuple) -> list[Event]:
+        """Distinct output, a middle element named nowhere: every candidate surely between its neighbours gives the
+        same confidence (order certain, window decided by other events), so one of them stands for all."""
+        prev, nxt = assignment[k - 1], assignment[k + 1]
+        if prev is None or nxt is None:
+            return cands
+        lo = max(e.thi for e in prev)
+        hi = min(e.tlo for e in nxt)
+        keep = []
+        seen: set = set()  # one per equivalence binding
+        for e in cands:
+            if e.tlo > lo and e.thi < hi:
+                bound = self._bind_eq(eqv, e)
+                if bound in seen:
+                    continue
+                seen.add(bound)
+            keep.append(e)
+        return keep
 
     def _bind_set_eq(self, eqv: tuple, events: list[Event]) -> tuple | None:
         for e in events:
@@ -405,7 +456,9 @@ class ImpreciseMatcher:
     def _canonical_bind(self, assignment: list) -> list:
         bind: list = []
         for comp, evs in zip(self.comps, assignment, strict=True):
-            if comp.kleene:
+            if evs is None:
+                bind.append(None)
+            elif comp.kleene:
                 cell = None
                 for e in sorted(evs, key=_canon):
                     cell = KleeneCell(e, cell, comp.aggs_step(None if cell is None else cell.aggs, e))
