@@ -1,0 +1,1 @@
+"""Dashboards over the match store.  Not implemented yet."""

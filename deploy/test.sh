@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Install (if needed), lint and run the whole test suite.  Exits non-zero on any failure, including "no tests ran".
+# Extra arguments go to pytest (e.g. `bash deploy/test.sh -m "not slow"`, `bash deploy/test.sh tests/test_cli.py`).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$ROOT/deploy/install.sh"
+cd "$ROOT"
+echo "==> ruff check" >&2
+"$ROOT/.venv/bin/ruff" check .
+echo "==> pytest" >&2
+# pytest exits 5 when it collected no tests; with `set -e` that fails this script, as it should.
+exec "$ROOT/.venv/bin/python" -m pytest -q "$@"

@@ -1,0 +1,51 @@
+"""Smoke tests of the benchmark scripts: each main runs in-process on a tiny size and prints its tables.
+
+Timings are never asserted: only that the script ran and printed a table.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import bench_hotpath, bench_strategies
+
+
+def _tables(text: str) -> list[str]:
+    """Header lines of the Markdown tables in ``text``."""
+    lines = text.splitlines()
+    return [ln for ln, nxt in zip(lines, lines[1:], strict=False) if ln.startswith("| ") and nxt.startswith("|-")]
+
+
+def test_bench_strategies_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [
+        "--quick",
+        "--plain",
+        "--budget",
+        "0.02",
+        "--scale",
+        "0.01",
+        "--abc-events",
+        "300",
+        "--abc-windows",
+        "10",
+        "--any-windows",
+        "8",
+    ]
+    assert bench_strategies.main(argv) == 0
+    out = capsys.readouterr().out
+    headers = _tables(out)
+    assert len(headers) == 3  # stock detail, stock pivot, SEQ(A, B+, C)
+    assert all("events/s" in h or "W=" in h for h in headers)
+    assert "Stock (SASE+ paper)" in out and "SEQ(A a, B+ b[], C c)" in out
+    for strategy in ("| any ", "| next ", "| part ", "| strict ", "any/collapsed"):
+        assert strategy in out
+
+
+def test_bench_hotpath_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--quick", "--plain", "--events", "2000", "--profile", "--profile-events", "500", "--top", "5"]
+    assert bench_hotpath.main(argv) == 0
+    out = capsys.readouterr().out
+    headers = _tables(out)
+    assert len(headers) == 1 and "events/s" in headers[0]
+    assert "hot-path figure:" in out
+    assert "100 events overall" in out
