@@ -91,3 +91,6 @@ install_python_packages() {
 install_apt_packages
 make_venv
 install_python_packages
+
+# The real parts, each with its own idempotent installer (Debian packages and the Python bindings they need).
+PYTHON="$VENV/bin/python" bash "$ROOT/deploy/ganglia/install.sh"

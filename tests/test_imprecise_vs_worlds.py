@@ -23,6 +23,8 @@ QUERIES = [
     "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v >= b[i-1].v",
     "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v > avg(b[..i-1].v) WITHIN 6 s",
     "PATTERN SEQ(A a, B+ b[], C c) WHERE c.v > max(b[].v)",
+    "PATTERN SEQ(A a, B+ b[], C c) WHERE c.v < max(b[].v) AND b.len >= 2",
+    "PATTERN SEQ(A a, B+ b[]) WHERE min(b[].v) <= a.v WITHIN 6 s",
     "PATTERN SEQ(A a, B+ b[])",
     "PATTERN SEQ(A a, B+ b[]) WHERE b[b.len].v > b[1].v",
     "PATTERN SEQ(B+ b[], C c) WITHIN 4 s",
@@ -184,3 +186,19 @@ def test_collapsed_is_the_union_per_singleton_assignment(query: str, events: lis
     for key, (union, conf) in got.items():
         assert union == groups[key][0]
         assert math.isclose(conf, groups[key][1], abs_tol=1e-9)
+
+
+def test_consistency_classes_and_the_previous_element_rewrite() -> None:
+    from engine.plan.consistency import classify, false_consistent, rewrite_previous
+
+    q = parse_query("PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v >= b[i-1].v AND b[i].v > 5 AND "
+                    "b[i].v > avg(b[..i-1].v) AND c.v < max(b[].v) AND b[i].v > max(b[..i-1].v)", "q")
+    prev, const, avg, whole, running_max = q.where
+    assert classify(prev, "b") == "inconsistent-rewritable"
+    assert classify(rewrite_previous(prev), "b") == "true"
+    assert classify(const, "b") == "true-false"
+    assert classify(avg, "b") == "inconsistent"
+    assert classify(running_max, "b") == "true"
+    assert false_consistent(whole, "b") and not false_consistent(avg, "b")
+    rewritten = compile_query(q, tick=TICK).ast.where[0]
+    assert "agg_before" in str(rewritten) or "before" in str(rewritten)

@@ -27,7 +27,7 @@ from typing import Any
 from engine.events import Event
 from engine.imprecise.confidence import Confidence, signature_confidence
 from engine.plan.compiler import CompiledQuery
-from engine.plan.consistency import classify, is_monotone
+from engine.plan.consistency import classify, false_consistent, is_monotone
 from engine.plan.predicates import KleeneCell, Placement, compile_expr, references
 
 NEG_INF = -math.inf
@@ -121,6 +121,7 @@ class ImpreciseMatcher:
         self.kleene_order = [c.index for c in comps if c.kleene]
         self.singleton_checks: dict[int, list] = {}
         self.kleene_filters: dict[int, list] = {}
+        self.set_filters: dict[int, list] = {}  # false-value consistent: false on all candidates -> no subset
         complete = Placement(None, "complete", index, {})
         negated = {n.var for n in cq.negations}
         # Components whose variable no predicate or RETURN names, with no negation beside them: their candidates
@@ -142,10 +143,13 @@ class ImpreciseMatcher:
                 self.singleton_checks.setdefault(earliest, []).append(compile_expr(expr, complete))
             elif len(kvars) == 1 and self.early_filters:
                 var = kvars.pop()
+                k = index[var]
                 if classify(expr, var) == "true-false" and not (refs[var] - {"i"}):
-                    k = index[var]
                     self.kleene_filters.setdefault(k, []).append(
                         compile_expr(expr, Placement(var, "begin", index, {})))
+                elif false_consistent(expr, var):
+                    self.set_filters.setdefault(k, []).append(
+                        compile_expr(expr, Placement(None, "complete", index, cq.agg_slots)))
 
     # ------------------------------------------------------------------ stream
 
@@ -310,7 +314,18 @@ class ImpreciseMatcher:
                 cands.append(e)
             if fixed is None and not cands:
                 return
-            pools.append((k, sorted(cands, key=_canon), fixed))
+            cands.sort(key=_canon)
+            if k in self.set_filters:
+                every = [*cands, fixed] if fixed is not None else cands
+                comp = self.comps[k]
+                cell = None
+                for e in every:
+                    cell = KleeneCell(e, cell, comp.aggs_step(None if cell is None else cell.aggs, e))
+                whole = bind.copy()
+                whole[k] = cell
+                if not all(f(whole, None) for f in self.set_filters[k]):
+                    return
+            pools.append((k, cands, fixed))
         self._choose_sets(0, pools, assignment, eqv, out, frozenset())
 
     def _choose_sets(self, i: int, pools: list, assignment: list, eqv: tuple, out: list[dict],

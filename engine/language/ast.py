@@ -113,7 +113,21 @@ class Not(Node):
     operand: Expr
 
 
-Expr = Number | String | Bool | AttrRef | Aggregate | KleeneLen | BinOp | Neg | Compare | And | Or | Not
+@dataclass(frozen=True)
+class TrendAggregate(Node):
+    """A GRETA trend aggregate in RETURN, over *every trend* (match) of a group and window, not over one match.
+
+    ``COUNT(*)``: ``func="count"``, ``var=None``; ``COUNT(v)``: occurrences of events bound to ``v`` summed over the
+    trends (``attr=None``); ``SUM|MIN|MAX|AVG(v.attr)``: over those occurrences (AVG is occurrence-weighted).  ``v`` is
+    a pattern variable written bare, which tells these apart from the per-match ``sum(b[].attr)``.
+    """
+
+    func: AggFunc
+    var: str | None = None
+    attr: str | None = None
+
+
+Expr = Number | String | Bool | AttrRef | Aggregate | KleeneLen | BinOp | Neg | Compare | And | Or | Not | TrendAggregate
 
 # --------------------------------------------------------------------------- query
 
@@ -143,6 +157,10 @@ class Query(Node):
     ``where`` holds the top-level conjuncts of WHERE (a top-level AND is split); ``equivalence`` the attributes of
     every ``[attr, ...]`` test, in order of appearance, without duplicates.  ``within`` is the window in seconds
     (``None``: unbounded).  ``strategy`` is set when the text uses the papers' ``WHERE strategy(vars) {...}`` form.
+
+    A *trend-aggregate query* (GRETA) has RETURN items built from :class:`TrendAggregate` nodes: they are kept in
+    ``aggregates`` (and ``returns`` stays empty, so the per-match planner never sees them); ``slide`` is its optional
+    ``SLIDE d`` in seconds (``None``: tumbling windows, SLIDE = WITHIN).
     """
 
     name: str
@@ -153,6 +171,8 @@ class Query(Node):
     returns: tuple[ReturnItem, ...] = ()
     strategy: str | None = None
     text: str = ""
+    aggregates: tuple[ReturnItem, ...] = ()
+    slide: float | None = None
 
 
 STRATEGIES = (

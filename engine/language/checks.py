@@ -70,7 +70,17 @@ def _show(node: ast.Expr) -> str:
         return f"{node.func}({node.var}{scope}.{node.attr})"
     if isinstance(node, ast.KleeneLen):
         return f"{node.var}.len"
+    if isinstance(node, ast.TrendAggregate):
+        return show_trend(node)
     return type(node).__name__
+
+
+def show_trend(node: ast.TrendAggregate) -> str:
+    """``COUNT(*)``, ``COUNT(b)``, ``SUM(b.cpu)``: a trend aggregate as written (canonically)."""
+    if node.var is None:
+        return "COUNT(*)"
+    inner = node.var if node.attr is None else f"{node.var}.{node.attr}"
+    return f"{node.func.upper()}({inner})"
 
 
 def _refs(expr: ast.Expr) -> Iterable[ast.AttrRef | ast.Aggregate | ast.KleeneLen]:
@@ -90,6 +100,7 @@ class _Checker:
     def run(self) -> None:
         self.check_pattern()
         for conjunct in self.query.where:
+            self.reject_trend(conjunct)
             self.check_variables(conjunct)
             kind = self.type_of(conjunct)
             if kind not in (BOOL, ANY):
@@ -100,6 +111,8 @@ class _Checker:
             self.check_variables(item.expr)
             self.type_of(item.expr)
             self.check_return(item.expr)
+        for item in self.query.aggregates:
+            self.check_trend_item(item)
 
     # ------------------------------------------------------------------ pattern
 
@@ -151,6 +164,8 @@ class _Checker:
         if isinstance(expr, ast.AttrRef):
             return ANY
         if isinstance(expr, ast.Aggregate):
+            return NUM if expr.func in ("avg", "sum", "count") else ANY
+        if isinstance(expr, ast.TrendAggregate):
             return NUM if expr.func in ("avg", "sum", "count") else ANY
         if isinstance(expr, (ast.BinOp, ast.Neg)):
             operands = (expr.left, expr.right) if isinstance(expr, ast.BinOp) else (expr.operand,)
@@ -216,3 +231,45 @@ class _Checker:
                 self.error(f"{ref.var} is a negated variable and cannot be used in RETURN", ref)
             if _is_iterator(ref):
                 self.error(f"{_show(ref)} can only be used in WHERE, not in RETURN", ref)
+
+    # ------------------------------------------------------------------ trend aggregates (GRETA)
+
+    def reject_trend(self, expr: ast.Expr) -> None:
+        for node in ast.walk(expr):
+            if isinstance(node, ast.TrendAggregate):
+                self.error(f"the trend aggregate {show_trend(node)} can only be used in RETURN", node)
+
+    def check_trend_item(self, item: ast.ReturnItem) -> None:
+        """A trend-aggregate RETURN item: trend aggregates over positive variables, numbers and arithmetic only.
+
+        The group (the equivalence attributes' values) is reported in each record's ``match`` field, so a per-match
+        item such as ``a.host`` next to ``COUNT(*)`` is an error rather than a second, different kind of output.
+        """
+        found = False
+        for node in ast.walk(item.expr):
+            if isinstance(node, (ast.AttrRef, ast.Aggregate, ast.KleeneLen)):
+                self.error(
+                    f"cannot mix trend aggregates (COUNT(*), SUM(v.attr), ...) with the per-match RETURN item "
+                    f"{_show(node)}; the group key (the equivalence attributes) is in each record's 'match' field",
+                    node,
+                )
+            if isinstance(node, (ast.String, ast.Bool, ast.Compare, ast.And, ast.Or, ast.Not)):
+                self.error(
+                    "a trend-aggregate RETURN item may only combine trend aggregates and numbers with + - * / %", node
+                )
+            if isinstance(node, ast.TrendAggregate):
+                found = True
+                if node.var is None:
+                    continue
+                comp = self.components.get(node.var)
+                if comp is None:
+                    self.error(f"unknown variable '{node.var}'", node)
+                if comp.negated:
+                    self.error(f"{node.var} is a negated variable and cannot be aggregated", node)
+        if not found:
+            self.error(
+                f"cannot mix trend aggregates with the per-match RETURN item '{item.name}': every item of a "
+                "trend-aggregate query must aggregate over the trends (COUNT(*), COUNT(v), SUM|MIN|MAX|AVG(v.attr))",
+                item,
+            )
+        self.type_of(item.expr)

@@ -33,6 +33,9 @@ UNITS: dict[str, float] = {
 
 AGG_FUNCS = ("avg", "min", "max", "sum", "count")
 
+#: Trend aggregates (GRETA) that take ``v.attr``; ``count`` takes ``*`` or a bare variable instead.
+TREND_ATTR_FUNCS = ("sum", "min", "max", "avg")
+
 _COMPARE_OPS = {
     "<": "<",
     "<=": "<=",
@@ -55,6 +58,7 @@ _TERMINAL_NAMES = {
     "WHERE": "WHERE",
     "WITHIN": "WITHIN",
     "RETURN": "RETURN",
+    "SLIDE": "SLIDE",
     "AS": "AS",
     "_AND": "AND",
     "_OR": "OR",
@@ -226,9 +230,12 @@ class _Builder:
         where: tuple[ast.Expr, ...] = ()
         equivalence: tuple[str, ...] = ()
         within: float | None = None
+        slide: float | None = None
         returns: tuple[ast.ReturnItem, ...] = ()
+        aggregates: tuple[ast.ReturnItem, ...] = ()
         strategy: str | None = None
         strategy_vars: list[tuple[str, bool, int, int]] = []
+        slide_at: Tree | None = None
         for clause in tree.children[1:]:
             if clause.data == "where_plain":
                 where, equivalence = self.where(clause.children[1])
@@ -243,8 +250,21 @@ class _Builder:
                     where, equivalence = self.where(body)
             elif clause.data == "within":
                 within = self.within(clause)
+            elif clause.data == "slide":
+                slide = self.within(clause, "SLIDE")
+                slide_at = clause
             elif clause.data == "returns":
                 returns = self.returns(clause)
+                if any(isinstance(n, ast.TrendAggregate) for item in returns for n in ast.walk(item.expr)):
+                    # A trend-aggregate query: every item is checked to be one (checks.check_query names a mix).
+                    returns, aggregates = (), returns
+        if slide_at is not None:
+            if within is None:
+                self.error("SLIDE needs WITHIN: the windows are [k*SLIDE, k*SLIDE + WITHIN)", slide_at)
+            if not aggregates:
+                self.error(
+                    "SLIDE applies only to trend-aggregate queries (RETURN COUNT(*), SUM(v.attr), ...)", slide_at
+                )
         query = ast.Query(
             name=self.name,
             components=components,
@@ -254,6 +274,8 @@ class _Builder:
             returns=returns,
             strategy=strategy,
             text=self.text,
+            aggregates=aggregates,
+            slide=slide,
             **_pos(pattern.children[0]),
         )
         return query, strategy_vars
@@ -301,7 +323,8 @@ class _Builder:
                 shown = "[" + ", ".join(node.attrs) + "]"
                 self.error(f"an equivalence test {shown} may only appear as a top-level conjunct of WHERE", node)
 
-    def within(self, tree: Tree) -> float:
+    def within(self, tree: Tree, keyword: str = "WITHIN") -> float:
+        """A duration in seconds: WITHIN's, or SLIDE's (same units)."""
         _kw, number, unit = tree.children
         value = _number(number)
         factor = 1.0
@@ -311,7 +334,7 @@ class _Builder:
                 self.error(f"unknown time unit '{unit}' (expected ms, s, min, hours or days)", unit)
         seconds = float(value * factor)
         if not 0 < seconds < float("inf"):
-            self.error("WITHIN must be a positive, finite duration", number)
+            self.error(f"{keyword} must be a positive, finite duration", number)
         return seconds
 
     def returns(self, tree: Tree) -> tuple[ast.ReturnItem, ...]:
@@ -377,6 +400,27 @@ class _Builder:
             if str(func).lower() not in AGG_FUNCS:
                 self.error(f"unknown aggregate '{func}' (expected avg, min, max, sum or count)", func)
             return ast.Aggregate(str(func).lower(), str(var), self.scope(str(var), scope), str(attr), **pos)
+        if kind == "trend_star":
+            func, star = ch
+            if str(star) != "*" or str(func).lower() != "count":
+                shown = f"{func}({star})"
+                self.error(f"unsupported aggregate '{shown}': only COUNT(*) takes '*'", tree)
+            return ast.TrendAggregate("count", **pos)
+        if kind == "trend_var":
+            func, var = ch
+            if str(func).lower() != "count":
+                if str(func).lower() in TREND_ATTR_FUNCS:
+                    self.error(f"{func}({var}) needs an attribute: {func}({var}.attr)", tree)
+                self.error(f"unknown trend aggregate '{func}' (expected COUNT, SUM, MIN, MAX or AVG)", func)
+            return ast.TrendAggregate("count", str(var), **pos)
+        if kind == "trend_attr":
+            func, var, attr = ch
+            name = str(func).lower()
+            if name == "count":
+                self.error(f"COUNT takes * or a variable: COUNT(*) or COUNT({var})", tree)
+            if name not in TREND_ATTR_FUNCS:
+                self.error(f"unknown trend aggregate '{func}' (expected COUNT, SUM, MIN, MAX or AVG)", func)
+            return ast.TrendAggregate(name, str(var), str(attr), **pos)
         raise AssertionError(f"unhandled parse tree node {kind}")  # pragma: no cover
 
     def index(self, var: str, tree: Tree) -> ast.Index:

@@ -87,6 +87,7 @@ class CompiledQuery:
     return_ready: int  # runs at a state beyond this index can already compute RETURN
     relevant_types: frozenset[str]
     forall: dict[int, str] = field(default_factory=dict)  # id(expr) -> Kleene variable iterated from outside
+    agg_slots: dict = field(default_factory=dict)  # (kleene var, attr) -> position in KleeneCell.aggs
 
     @property
     def text(self) -> str:
@@ -151,6 +152,13 @@ def compile_query(
     if not tick > 0:
         raise _error(query, None, f"tick must be > 0, got {tick}")
 
+    if strategy == "skip_till_any_match":
+        # b[i].x >= b[i-1].x -> b[i].x >= max(b[..i-1].x): the same valid sequences, and true-value consistent.
+        from dataclasses import replace
+
+        from engine.plan.consistency import rewrite_previous
+
+        query = replace(query, where=tuple(rewrite_previous(e) for e in query.where))
     positives = [c for c in query.components if not c.negated]
     index = {c.var: i for i, c in enumerate(positives)}
     kleene_vars = {c.var for c in positives if c.kleene}
@@ -252,6 +260,7 @@ def compile_query(
         returns=returns,
         return_ready=ready,
         forall=forall,
+        agg_slots=agg_slots,
         relevant_types=frozenset(c.type for c in query.components),
     )
     if output == "collapsed":

@@ -68,6 +68,31 @@ def rewrite_previous(expr: ast.Expr) -> ast.Expr:
     return ast.Compare(expr.op, left, agg, line=expr.line, column=expr.column)
 
 
+_GROWS = {"max": "up", "count": "up", "min": "down"}
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def false_consistent(expr: ast.Expr, var: str) -> bool:
+    """A predicate over the whole set ``var[]`` that can only turn true as elements are added (``max(b[].x) > c``,
+    ``min(b[].x) < c``, ``count(b[].x) >= k``, ``b.len > k``): false for all candidates means false for every subset,
+    so the candidates can be discarded before enumeration (SASE++ 5.2, false-value consistent)."""
+    if not isinstance(expr, ast.Compare) or expr.op not in _FLIP:
+        return False
+    left, right, op = expr.left, expr.right, expr.op
+    if not _is_set_measure(left, var):
+        left, right, op = right, left, _FLIP[op]
+    if not _is_set_measure(left, var) or var in references(right):
+        return False
+    grows = "up" if isinstance(left, ast.KleeneLen) else _GROWS.get(left.func)
+    return (grows == "up" and op in (">", ">=")) or (grows == "down" and op in ("<", "<="))
+
+
+def _is_set_measure(node: ast.Expr, var: str) -> bool:
+    if isinstance(node, ast.KleeneLen):
+        return node.var == var
+    return isinstance(node, ast.Aggregate) and node.var == var and node.scope == "all" and node.func in _GROWS
+
+
 def kleene_predicates(query: ast.Query, var: str) -> list[ast.Expr]:
     """The WHERE conjuncts that read the Kleene variable ``var``."""
     return [e for e in query.where if var in references(e)]
