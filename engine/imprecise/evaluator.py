@@ -31,6 +31,7 @@ from engine.plan.consistency import classify, false_consistent, is_monotone
 from engine.plan.predicates import KleeneCell, Placement, compile_expr, references
 
 NEG_INF = -math.inf
+PRUNE_EVERY = 1024  # events between buffer prunings (each is O(buffered events))
 
 
 def _hashable(value: Any) -> Any:
@@ -106,6 +107,8 @@ class ImpreciseMatcher:
         self.now = NEG_INF
         self.umax = max_uncertainty
         self.held: dict[Any, list] = {}  # distinct: value key -> [confidence, record, deadline]
+        self.next_deadline = math.inf  # the earliest deadline among held records
+        self.fed = 0
         self.emitted: set = set()
         self.signatures = 0
         self.matches = 0
@@ -169,7 +172,13 @@ class ImpreciseMatcher:
             buf.add(ev)
             if ev.type == self.last_type:
                 heapq.heappush(self.pending, (ev.thi, ev.seq, ev))
-        return self._close(self.safe)
+        safe = self.now - self.umax
+        self.fed += 1
+        if (self.pending and self.pending[0][0] < safe) or (self.held and self.next_deadline < safe):
+            return self._close(safe)
+        if self.fed % PRUNE_EVERY == 0:
+            self._prune(safe)
+        return []
 
     def flush(self) -> list[dict]:
         out = self._close(math.inf)
@@ -187,11 +196,10 @@ class ImpreciseMatcher:
         while pending and pending[0][0] < safe:
             _, _, z = heapq.heappop(pending)
             self._close_event(z, out)
-        if self.held:
+        if self.held and self.next_deadline < safe:
             for key in [k for k, v in self.held.items() if v[2] < safe]:
                 out.append(self._release(key))
-        if safe != math.inf:
-            self._prune(safe)
+            self.next_deadline = min((v[2] for v in self.held.values()), default=math.inf)
         self.matches += len(out)
         return out
 
@@ -514,6 +522,7 @@ class ImpreciseMatcher:
             held[2] = max(held[2], deadline)
             if conf.value > held[0]:
                 held[0], held[1] = conf.value, record
+        self.next_deadline = min(self.next_deadline, held[2])
         if held[0] >= 1.0:
             out.append(self._release(key))
 
