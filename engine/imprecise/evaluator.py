@@ -19,27 +19,19 @@ query is monotone (adding events never raises confidence, :mod:`engine.plan.cons
 from __future__ import annotations
 
 import heapq
-import json
 import math
 from bisect import bisect_left
 from typing import Any
 
 from engine.events import Event
 from engine.imprecise.confidence import Confidence, signature_confidence
+from engine.output import return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.consistency import classify, false_consistent, is_monotone
 from engine.plan.predicates import KleeneCell, Placement, compile_expr, references
 
 NEG_INF = -math.inf
 PRUNE_EVERY = 1024  # events between buffer prunings (each is O(buffered events))
-
-
-def _hashable(value: Any) -> Any:
-    try:
-        hash(value)
-        return value
-    except TypeError:
-        return json.dumps(value, sort_keys=True, default=str)
 
 
 def _canon(e: Event) -> tuple:
@@ -472,7 +464,7 @@ class ImpreciseMatcher:
 
     def _return_key(self, assignment: list) -> tuple:
         bind = self._canonical_bind(assignment)
-        return tuple(_hashable(fn(bind, None)) for _, fn in self.cq.returns)
+        return return_key(fn(bind, None) for _, fn in self.cq.returns)
 
     # ------------------------------------------------------------------ output
 
@@ -511,7 +503,7 @@ class ImpreciseMatcher:
 
     def _offer_distinct(self, assignment: list, conf: Confidence, out: list[dict]) -> None:
         record = self._record(assignment, conf)
-        key = tuple(_hashable(v) for v in record["return"].values())
+        key = return_key(record["return"].values())
         if key in self.emitted:
             return
         held = self.held.get(key)
