@@ -115,6 +115,10 @@ MODULE_COMMANDS: list[tuple[str, str | None, str, list[tuple[str, str, str]]]] =
     ("simulate", "simulate", "simulate a Hadoop cluster that writes genuine logs and Ganglia metrics", []),
     ("run", "run", "the streaming service: Kafka in, matches and alerts out", []),
     ("explain", "explain", "print the evaluation plan chosen for each query", []),
+    ("archive", "archive", "archive events and match records as Parquet, partitioned by date and type", []),
+    ("batch", "batch", "run a query pack over recorded events or raw logs on Spark (same records as match)", []),
+    ("history", "history", "Spark aggregates of the archive (task durations, skew, queued data, anomalies)", []),
+    ("dashboard", "dashboard", "the ops dashboard (Streamlit, loopback): store, match files, Spark history", []),
 ]
 
 

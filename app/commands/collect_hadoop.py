@@ -1,0 +1,214 @@
+"""``hcep collect hadoop PATH...``: Hadoop job history, AM logs and reduce task logs -> events as JSON lines.
+
+Without ``--follow`` every file under the paths is read once and the events are written sorted by time.  With
+``--follow`` the files (and new files appearing under directory paths) are tailed through rotation; events are
+written as they come, and read positions are committed to ``--state`` after each flushed batch, so a restart resumes
+without loss or repetition.  A summary line (files, lines, events, dead-lettered) goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import sys
+import time
+from typing import IO, Any
+
+from app.cli import CommandError
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a non-negative number of seconds, got {text}")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories (searched recursively)")
+    parser.add_argument("--follow", action="store_true", help="keep following the files (tail -F), across rotation")
+    parser.add_argument("--out", default="-", metavar="FILE", help="where to write the events ('-': stdout)")
+    parser.add_argument("--state", metavar="FILE", help="with --follow: read positions, committed after each batch")
+    parser.add_argument("--deadletter", metavar="FILE", help="append malformed input here (JSON lines)")
+    parser.add_argument("--tz", default="UTC", metavar="ZONE", help="time zone of the log timestamps (default UTC)")
+    parser.add_argument("--delta", type=_seconds, default=0.5, metavar="S", help="uncertainty half-width (0.5 s)")
+    parser.add_argument("--poll", type=_seconds, default=1.0, metavar="S", help="with --follow: poll interval")
+    progress = parser.add_mutually_exclusive_group()
+    progress.add_argument(
+        "--progress", dest="progress", action="store_true", default=None, help="always show a progress bar"
+    )
+    progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    parser.add_argument("--max-polls", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop following
+
+
+def run(args: argparse.Namespace) -> int:
+    from collectors.hadoop.common import zone
+    from collectors.hadoop.deadletter import DeadLetterSink
+
+    try:
+        tz = zone(args.tz)
+    except Exception:  # noqa: BLE001 - ZoneInfoNotFoundError, ValueError for odd keys
+        raise CommandError(f"unknown time zone {args.tz!r}") from None
+    if not args.follow:
+        missing = [p for p in args.paths if not os.path.exists(p)]
+        if missing:
+            raise CommandError(f"no such file or directory: {missing[0]}")
+    deadletter = DeadLetterSink(args.deadletter) if args.deadletter else DeadLetterSink()
+    out, close = _open_out(args.out, append=args.follow)
+    try:
+        if args.follow:
+            return _follow(args, tz, deadletter, out)
+        return _batch(args, tz, deadletter, out)
+    finally:
+        deadletter.close()
+        if close:
+            out.close()
+        else:
+            out.flush()
+
+
+def _open_out(path: str, append: bool) -> tuple[IO[str], bool]:
+    if path == "-":
+        return sys.stdout, False
+    try:
+        return open(path, "a" if append else "w", encoding="utf-8"), True  # noqa: SIM115
+    except OSError as err:
+        raise CommandError(f"cannot write {path}: {err.strerror}") from None
+
+
+# ------------------------------------------------------------------------------------------------------------- batch
+def _batch(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str]) -> int:
+    from collectors.hadoop.collect import Summary, collect, discover, sorted_events
+
+    summary = Summary()
+    total = sum(s.size for s in discover(args.paths))
+    show = args.progress if args.progress is not None else (total > 16 * 1024 * 1024 and sys.stderr.isatty())
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc="collect hadoop", file=sys.stderr, leave=False)
+    on_file = (lambda source: bar.update(source.size)) if bar is not None else None
+    try:
+        events = collect(args.paths, tz=tz, delta=args.delta, deadletter=deadletter, summary=summary, on_file=on_file)
+        for text in sorted_events(events):
+            out.write(text)
+            out.write("\n")
+    finally:
+        if bar is not None:
+            bar.close()
+    print(summary.line(args.deadletter), file=sys.stderr)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------------ follow
+class _Stop:
+    flag = False
+
+
+def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str]) -> int:
+    import json
+
+    from collectors.hadoop.collect import Deduper, Summary, line_parser, sniff
+    from collectors.hadoop.common import Context, ParseStats
+    from collectors.hadoop.deadletter import DeadLetterSink
+    from collectors.hadoop.jhist import HEADER_BINARY, parse_jhist, sniff_header
+    from collectors.hadoop.tail import Tailer
+
+    def stop(_signum: int, _frame: Any) -> None:
+        _Stop.flag = True
+
+    _Stop.flag = False
+    previous = signal.signal(signal.SIGTERM, stop)
+    summary = Summary()
+    stats = summary.stats
+    quiet = DeadLetterSink()  # replayed lines were dead-lettered in an earlier run already
+    tailer = Tailer(args.state, replay=True)
+    done: dict[str, list[int]] = tailer.extra.setdefault("binary_done", {})
+    parsers: dict[str, Any] = {}
+    unknown: dict[str, int] = {}
+    binary_seen: dict[str, int] = {}
+    dedupe = Deduper()
+    polls = 0
+    next_scan = 0.0
+
+    def emit(event: dict[str, Any]) -> None:
+        if dedupe.keep(event):
+            out.write(json.dumps(event))
+            out.write("\n")
+            summary.written += 1
+
+    def scan() -> None:
+        for root in args.paths:
+            if os.path.isdir(root):
+                for dirpath, dirnames, filenames in os.walk(root):
+                    dirnames.sort()
+                    for name in sorted(filenames):
+                        consider(os.path.abspath(os.path.join(dirpath, name)))
+            else:
+                consider(os.path.abspath(root))
+
+    def consider(path: str) -> None:
+        if path in parsers or path in done or unknown.get(path, 0) > 20 or not os.path.isfile(path):
+            return  # known, finished, given up on, or not there yet (a later scan will see it)
+        kind = sniff(path)
+        if kind is None:
+            unknown[path] = unknown.get(path, 0) + 1
+            return
+        if kind == "jhist" and sniff_header(path) == HEADER_BINARY:
+            size = os.path.getsize(path)
+            if binary_seen.get(path) != size:  # read once it stopped growing
+                binary_seen[path] = size
+                return
+            ctx = Context(source=path, tz=tz, delta=args.delta, deadletter=deadletter, stats=ParseStats())
+            for event in parse_jhist(path, ctx):
+                emit(event)
+            stats.add(ctx.stats)
+            done[path] = [size]
+            summary.files += 1
+            return
+        ctx = Context(source=path, tz=tz, delta=args.delta, deadletter=deadletter, stats=stats)
+        parsers[path] = line_parser(kind, ctx)
+        tailer.watch(path)
+        summary.files += 1
+
+    try:
+        while not _Stop.flag:
+            now = time.monotonic()
+            if now >= next_scan:
+                scan()
+                next_scan = now + max(5.0, args.poll)
+            for line in tailer.poll():
+                parser = parsers.get(line.path)
+                if parser is None:
+                    continue
+                parser.ctx.source = line.source
+                parser.ctx.deadletter = quiet if line.replay else deadletter
+                events = parser.feed(line.text, line.lineno)
+                for event in events:
+                    if line.replay:
+                        dedupe.keep(event)  # written before the restart: only remember it
+                    else:
+                        emit(event)
+            out.flush()
+            deadletter.flush()
+            tailer.commit()
+            polls += 1
+            if args.max_polls is not None and polls >= args.max_polls:
+                break
+            time.sleep(args.poll)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        out.flush()
+        tailer.commit()
+        tailer.close()
+        summary.duplicates = dedupe.dropped
+        print(summary.line(args.deadletter), file=sys.stderr)
+    return 0

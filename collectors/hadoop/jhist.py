@@ -1,0 +1,399 @@
+"""MapReduce job history (``.jhist``) -> JobStart/JobEnd, Mapper/Reducer, ReducerStart/ReducerEnd, DataIO.
+
+A ``.jhist`` file is what ``EventWriter`` writes: a version line (``Avro-Json`` or ``Avro-Binary``), the ``Event``
+schema on one line, then one datum per event -- Avro JSON encoding, one per line (blank lines between them), or Avro
+binary datums back to back.  Each datum is ``{"type": EventType, "event": {<record full name>: {...}}}``.  Fields are
+read by name, so the Hadoop 2.x and 3.x schemas (which differ in optional fields) both work; the binary form is decoded
+with the file's own schema by fastavro.
+
+Mapping (times are epoch milliseconds, UTC by construction):
+JOB_INITED -> JobStart at launchTime (user/queue from JOB_SUBMITTED / JOB_QUEUE_CHANGED); JOB_FINISHED / JOB_FAILED /
+JOB_KILLED / JOB_ERROR -> JobEnd; REDUCE_ATTEMPT_STARTED -> ReducerStart; MAP/REDUCE_ATTEMPT_FINISHED|FAILED|KILLED ->
+Mapper/Reducer at finishTime (period from the attempt's start), plus ReducerEnd for reduces and, for successful maps of
+jobs with reduces, DataIO(+MAP_OUTPUT_MATERIALIZED_BYTES, else MAP_OUTPUT_BYTES).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from collectors.hadoop import events as E
+from collectors.hadoop.common import Context, LineParser, read_lines, run_lines
+
+HEADER_JSON = "Avro-Json"
+HEADER_BINARY = "Avro-Binary"
+
+_IGNORED_TYPES = frozenset(
+    {
+        "AM_STARTED", "JOB_INFO_CHANGED", "JOB_PRIORITY_CHANGED", "JOB_STATUS_CHANGED", "TASK_FINISHED",
+        "TASK_FAILED", "TASK_UPDATED", "NORMALIZED_RESOURCE", "SETUP_ATTEMPT_STARTED", "SETUP_ATTEMPT_FINISHED",
+        "SETUP_ATTEMPT_FAILED", "SETUP_ATTEMPT_KILLED", "CLEANUP_ATTEMPT_STARTED", "CLEANUP_ATTEMPT_FINISHED",
+        "CLEANUP_ATTEMPT_FAILED", "CLEANUP_ATTEMPT_KILLED",
+    }
+)
+_PRIMITIVE_BRANCHES = frozenset({"string", "long", "int", "boolean", "double", "float", "bytes", "array", "map"})
+
+
+class RecordError(ValueError):
+    """A datum that is not a usable job-history event (the message is the dead-letter reason)."""
+
+
+def unwrap(value: Any) -> Any:
+    """The value of an Avro JSON union (``{"string": "x"}`` -> ``"x"``, ``{"a.b.Rec": {...}}`` -> ``{...}``)."""
+    if isinstance(value, dict) and len(value) == 1:
+        (key, inner), = value.items()
+        if key in _PRIMITIVE_BRANCHES or "." in key:
+            return inner
+    return value
+
+
+def _get(rec: dict[str, Any], name: str, kind: type | tuple[type, ...], etype: str) -> Any:
+    if name not in rec:
+        raise RecordError(f"{etype}: missing field {name!r}")
+    value = unwrap(rec[name])
+    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+        raise RecordError(f"{etype}: field {name!r} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def counter(counters: Any, name: str) -> int | None:
+    """A counter's value from a JhCounters record (any group), None when absent."""
+    counters = unwrap(counters)
+    if not isinstance(counters, dict):
+        return None
+    for group in counters.get("groups") or ():
+        if not isinstance(group, dict):
+            continue
+        for count in group.get("counts") or ():
+            if isinstance(count, dict) and count.get("name") == name and isinstance(count.get("value"), int):
+                return int(count["value"])
+    return None
+
+
+@dataclass
+class _JobState:
+    job_id: str = ""
+    user: str = "unknown"
+    queue: str = "unknown"
+    name: str = ""
+    submit: int | None = None
+    maps: int | None = None
+    reduces: int | None = None
+    started: bool = False
+    task_start: dict[str, int] = field(default_factory=dict)
+    attempts: dict[str, tuple[int, str, bool]] = field(default_factory=dict)
+
+
+class JhistEvents:
+    """Turns decoded job-history datums into hcep events; shared by the JSON and binary readers."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.job = _JobState()
+
+    def handle(self, datum: Any, location: str) -> list[E.Event]:
+        """Events of one datum; RecordError when it is malformed; [] for types hcep does not use."""
+        if not isinstance(datum, dict):
+            raise RecordError("datum is not an object")
+        etype = datum.get("type")
+        if not isinstance(etype, str):
+            raise RecordError("missing or non-string 'type'")
+        if "event" not in datum:
+            raise RecordError("missing 'event'")
+        rec = unwrap(datum["event"])
+        if not isinstance(rec, dict):
+            raise RecordError(f"{etype}: 'event' is not a record")
+        handler = _HANDLERS.get(etype)
+        if handler is None:
+            if etype in _IGNORED_TYPES or (etype.isupper() and etype.replace("_", "").isalpha()):
+                return []
+            raise RecordError(f"unknown event type {etype!r}")
+        return handler(self, etype, rec, location)
+
+    # -- job level --------------------------------------------------------------------------------------------------
+    def _submitted(self, etype: str, rec: dict[str, Any], loc: str) -> list[E.Event]:
+        job = self.job
+        job.job_id = _get(rec, "jobid", str, etype)
+        job.user = _get(rec, "userName", str, etype)
+        job.submit = _get(rec, "submitTime", int, etype)
+        job.name = unwrap(rec.get("jobName")) or ""
+        queue = unwrap(rec.get("jobQueueName"))
+        if isinstance(queue, str):
+            job.queue = queue
+        return []
+
+    def _queue_changed(self, etype: str, rec: dict[str, Any], loc: str) -> list[E.Event]:
+        self.job.queue = _get(rec, "jobQueueName", str, etype)
+        return []
+
+    def _inited(self, etype: str, rec: dict[str, Any], loc: str) -> list[E.Event]:
+        job = self.job
+        job_id = _get(rec, "jobid", str, etype)
+        launch = _get(rec, "launchTime", int, etype)
+        job.maps = _get(rec, "totalMaps", int, etype)
+        job.reduces = _get(rec, "totalReduces", int, etype)
+        job.job_id = job.job_id or job_id
+        if job.started:
+            return []
+        job.started = True
+        return [
+            E.job_start(
+                launch / 1000.0, self.ctx.eid(loc), job_id, user=job.user, queue=job.queue, maps=job.maps,
+                reduces=job.reduces, delta=self.ctx.delta, submit_ts=(job.submit or launch) / 1000.0,
+            )
+        ]
+
+    def _finished(self, etype: str, rec: dict[str, Any], loc: str) -> list[E.Event]:
+        job = self.job
+        job_id = _get(rec, "jobid", str, etype)
+        finish = _get(rec, "finishTime", int, etype)
+        status = "SUCCEEDED" if etype == "JOB_FINISHED" else _get(rec, "jobStatus", str, etype)
+        out: list[E.Event] = []
+        if not job.started:  # failed before JOB_INITED: start it at submission so the pair stays complete
+            job.started = True
+            start = job.submit if job.submit is not None else finish
+            out.append(
+                E.job_start(
+                    start / 1000.0, self.ctx.eid(loc, 1), job_id, user=job.user, queue=job.queue, maps=job.maps or 0,
+                    reduces=job.reduces or 0, delta=self.ctx.delta,
+                )
+            )
+        out.append(
+            E.job_end(
+                finish / 1000.0, self.ctx.eid(loc), job_id, status=status, user=job.user, queue=job.queue,
+                maps=job.maps, reduces=job.reduces, delta=self.ctx.delta,
+            )
+        )
+        return out
+
+    # -- task level -------------------------------------------------------------------------------------------------
+    def _task_started(self, etype: str, rec: dict[str, Any], loc: str) -> list[E.Event]:
+        self.job.task_start[_get(rec, "taskid", str, etype)] = _get(rec, "startTime", int, etype)
+        return []
+
+    def _attempt_started(self, etype: str, rec: dict[str, Any], loc: str) -> list[E.Event]:
+        attempt_id = _get(rec, "attemptId", str, etype)
+        start = _get(rec, "startTime", int, etype)
+        host = _get(rec, "trackerName", str, etype)
+        if E.parse_attempt(attempt_id) is None:
+            raise RecordError(f"{etype}: malformed attempt id {attempt_id!r}")
+        speculative = unwrap(rec.get("avataar")) == "SPECULATIVE"
+        self.job.attempts[attempt_id] = (start, host, speculative)
+        if etype != "REDUCE_ATTEMPT_STARTED":
+            return []
+        extra = {"speculative": True} if speculative else {}
+        return [
+            E.reducer_edge(
+                "ReducerStart", start / 1000.0, self.ctx.eid(loc), attempt_id, host=host, delta=self.ctx.delta,
+                **extra,
+            )
+        ]
+
+    def _attempt_done(self, etype: str, rec: dict[str, Any], loc: str) -> list[E.Event]:
+        attempt_id = _get(rec, "attemptId", str, etype)
+        finish = _get(rec, "finishTime", int, etype)
+        host = _get(rec, "hostname", str, etype)
+        if etype.endswith("_FINISHED"):
+            status = _get(rec, "taskStatus", str, etype)
+        else:
+            status = _get(rec, "status", str, etype)
+        parsed = E.parse_attempt(attempt_id)
+        if parsed is None:
+            raise RecordError(f"{etype}: malformed attempt id {attempt_id!r}")
+        _job_id, task_id, kind, _n = parsed
+        start, _host, speculative = self.job.attempts.get(attempt_id, (None, host, False))
+        extra: dict[str, Any] = {"speculative": True} if speculative else {}
+        if start is None:
+            start = self.job.task_start.get(task_id)
+            if start is None:
+                start, extra["start_known"] = finish, False
+        finish_s = finish / 1000.0
+        out = [
+            E.task_attempt(
+                kind, finish_s, self.ctx.eid(loc), attempt_id, host=host, period=(finish - start) / 1000.0,
+                status=status, delta=self.ctx.delta, **extra,
+            )
+        ]
+        if kind == "r":
+            out.append(
+                E.reducer_edge(
+                    "ReducerEnd", finish_s, self.ctx.eid(loc, 1), attempt_id, host=host, delta=self.ctx.delta,
+                    status=status, **extra,
+                )
+            )
+        elif etype == "MAP_ATTEMPT_FINISHED" and status == "SUCCEEDED" and (self.job.reduces or 0) > 0:
+            counters = rec.get("counters")
+            size = counter(counters, "MAP_OUTPUT_MATERIALIZED_BYTES")
+            if size is None:
+                size = counter(counters, "MAP_OUTPUT_BYTES")
+            if size is not None:
+                out.append(
+                    E.data_io(
+                        finish_s, self.ctx.eid(loc, 2), job_id=parsed[0], task_id=task_id, size=size,
+                        delta=self.ctx.delta, map_attempt=attempt_id, host=host,
+                    )
+                )
+        return out
+
+
+_HANDLERS = {
+    "JOB_SUBMITTED": JhistEvents._submitted,
+    "JOB_QUEUE_CHANGED": JhistEvents._queue_changed,
+    "JOB_INITED": JhistEvents._inited,
+    "JOB_FINISHED": JhistEvents._finished,
+    "JOB_FAILED": JhistEvents._finished,
+    "JOB_KILLED": JhistEvents._finished,
+    "JOB_ERROR": JhistEvents._finished,
+    "TASK_STARTED": JhistEvents._task_started,
+    "MAP_ATTEMPT_STARTED": JhistEvents._attempt_started,
+    "REDUCE_ATTEMPT_STARTED": JhistEvents._attempt_started,
+    "MAP_ATTEMPT_FINISHED": JhistEvents._attempt_done,
+    "REDUCE_ATTEMPT_FINISHED": JhistEvents._attempt_done,
+    "MAP_ATTEMPT_FAILED": JhistEvents._attempt_done,
+    "MAP_ATTEMPT_KILLED": JhistEvents._attempt_done,
+    "REDUCE_ATTEMPT_FAILED": JhistEvents._attempt_done,
+    "REDUCE_ATTEMPT_KILLED": JhistEvents._attempt_done,
+}
+
+
+class JhistJsonParser(LineParser):
+    """The Avro-Json form, line by line (so it can also follow a job's growing staging-dir history file)."""
+
+    kind = "jhist"
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.events = JhistEvents(ctx)
+        self._header_seen = False
+        self._schema_seen = False
+
+    def _feed(self, line: str, lineno: int) -> list[E.Event]:
+        if not self._header_seen:
+            self._header_seen = True
+            if line.strip() == HEADER_JSON:
+                self.used()
+                return []
+            if line.strip() == HEADER_BINARY:
+                return self.bad(lineno, "Avro-Binary history file read as text", line)
+            if not line.lstrip().startswith("{"):
+                return self.bad(lineno, f"expected the {HEADER_JSON} version line", line)
+        if not line.strip():
+            self.continued()
+            return []
+        try:
+            datum = json.loads(line)
+        except ValueError as err:
+            return self.bad(lineno, f"invalid JSON: {err}", line)
+        if not self._schema_seen and isinstance(datum, dict) and "fields" in datum and "event" not in datum:
+            self._schema_seen = True
+            self.used()
+            return []
+        try:
+            out = self.events.handle(datum, f"line {lineno}")
+        except RecordError as err:
+            return self.bad(lineno, str(err), line)
+        if datum.get("type") in _HANDLERS:
+            self.used()
+        return out
+
+
+def parse_jhist_binary(handle: io.BytesIO, ctx: Context) -> Iterator[E.Event]:
+    """The Avro-Binary form: version line, schema line, then schemaless datums until EOF.
+
+    Datums are not framed, so after an undecodable datum the rest of the file cannot be resynchronised: the rest is
+    dead-lettered as one record (with its offset) and reading stops.
+    """
+    import fastavro
+
+    stats = ctx.stats
+    source = ctx.source
+    header = handle.readline()
+    stats.lines += 1
+    if header.strip() != HEADER_BINARY.encode():
+        stats.dead += 1
+        ctx.deadletter.write(source, f"{source}@0", f"expected the {HEADER_BINARY} version line", header[:200])
+        return
+    stats.used += 1
+    offset = len(header)
+    schema_line = handle.readline()
+    stats.lines += 1
+    try:
+        schema = _parsed_schema(schema_line)
+    except Exception as err:  # noqa: BLE001 - any schema problem makes the datums unreadable
+        stats.dead += 1
+        ctx.deadletter.write(source, f"{source}@{offset}", f"unusable schema line: {err}", schema_line[:2000])
+        return
+    stats.used += 1
+    offset += len(schema_line)
+    events = JhistEvents(ctx)
+    size = handle.seek(0, io.SEEK_END)
+    handle.seek(offset)
+    while handle.tell() < size:
+        start = handle.tell()
+        stats.lines += 1
+        try:
+            datum = fastavro.schemaless_reader(handle, schema, None)
+        except Exception as err:  # noqa: BLE001 - EOFError (truncated) or garbage: the rest is unreadable
+            stats.dead += 1
+            rest = _rest(handle, start)
+            ctx.deadletter.write(
+                source, f"{source}@{start}",
+                f"undecodable datum ({type(err).__name__}: {err}); {len(rest)} bytes skipped", rest[:4096].hex(),
+            )
+            break
+        try:
+            out = events.handle(datum, f"@{start}")
+        except Exception as err:  # noqa: BLE001 - RecordError, or anything odd a decodable datum still holds
+            stats.dead += 1
+            ctx.deadletter.write(source, f"{source}@{start}", str(err) if isinstance(err, RecordError) else
+                                 f"parser error: {type(err).__name__}: {err}", json.dumps(datum, default=str)[:4096])
+            continue
+        if isinstance(datum, dict) and datum.get("type") in _HANDLERS:
+            stats.used += 1
+        else:
+            stats.ignored += 1
+        stats.events += len(out)
+        yield from out
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed_schema(schema_line: bytes) -> Any:
+    """Files of one Hadoop version share a schema line: parse it once."""
+    import fastavro
+
+    return fastavro.parse_schema(json.loads(schema_line))
+
+
+def _rest(handle: io.BytesIO, start: int) -> bytes:
+    handle.seek(start)
+    return handle.read()
+
+
+def sniff_header(path: str) -> str | None:
+    """``Avro-Json``, ``Avro-Binary`` or None, from a file's first line."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(64).strip()
+    except OSError:
+        return None
+    for header in (HEADER_JSON, HEADER_BINARY):
+        if first == header.encode():
+            return header
+    return None
+
+
+def parse_jhist(path: str, ctx: Context | None = None) -> Iterator[E.Event]:
+    """Events of one ``.jhist`` file, either encoding."""
+    ctx = ctx or Context(source=path)
+    if sniff_header(path) == HEADER_BINARY:
+        # In memory: a corrupt length prefix then cannot make the reader allocate gigabytes (BytesIO.read is capped).
+        with open(path, "rb") as handle:
+            data = io.BytesIO(handle.read())
+        yield from parse_jhist_binary(data, ctx)
+        return
+    yield from run_lines(JhistJsonParser(ctx), read_lines(path))

@@ -1,0 +1,54 @@
+"""Simulator settings: cluster shape, job sizing, timing model and anomaly planting, all with defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MB = 1 << 20
+
+
+@dataclass
+class SimConfig:
+    nodes: int = 20
+    hours: float = 1.0
+    seed: int = 1
+    start: float = 1_700_000_000.0  #: epoch of the window start (2023-11-14 22:13:20 UTC)
+    trace: str = "fb2010"
+    trace_offset_hours: float = 0.0
+    cluster: str = "hadoop"
+    # -- cluster: YARN containers per node (AMs, maps and reduces share them) -----------------------------------------
+    slots: int = 12
+    parallel_copies: int = 5  #: mapreduce.reduce.shuffle.parallelcopies
+    max_maps_per_fetch: int = 20  #: MAX_MAPS_AT_ONCE of the shuffle scheduler
+    slowstart: float = 0.05  #: mapreduce.job.reduce.slowstart.completedmaps
+    # -- job sizing from the SWIM bytes --------------------------------------------------------------------------------
+    split_bytes: int = 256 * MB
+    reduce_bytes: int = 1024 * MB  #: shuffle bytes per reducer (hive.exec.reducers.bytes.per.reducer)
+    max_reduces: int = 999  #: hive.exec.reducers.max
+    max_maps: int = 20000
+    # -- rates (bytes/s) and overheads (s) -----------------------------------------------------------------------------
+    map_rate: float = 60e6
+    reduce_rate: float = 40e6
+    fetch_rate: float = 100e6
+    fetch_overhead: float = 0.025
+    # -- failures and anomalies ----------------------------------------------------------------------------------------
+    map_failure_rate: float = 0.002
+    anomalies_per_hour: float = 4.0  #: per anomaly kind
+    imbalance_threshold: float = 1.0  #: the pack's LoadStd threshold, used to size the planted load spikes
+    # -- artifacts ----------------------------------------------------------------------------------------------------
+    #: "hadoop2": every INFO line of Hadoop 2.6-2.7 reduce logs; "hadoop3": 3.x, where the fetchers' "Assigning",
+    #: "assigned" and "for url=..." lines are DEBUG (fewer lines; the collector then learns hosts from "freed by").
+    log_format: str = "hadoop2"
+    # -- Ganglia -------------------------------------------------------------------------------------------------------
+    sample_step: float = 15.0
+    progress: bool = False
+
+    def validate(self) -> None:
+        if self.nodes < 2:
+            raise ValueError("need at least 2 nodes")
+        if not self.hours > 0:
+            raise ValueError("hours must be positive")
+        if self.slots < 2:
+            raise ValueError("need at least 2 container slots per node")
+        if self.log_format not in ("hadoop2", "hadoop3"):
+            raise ValueError("log_format must be hadoop2 or hadoop3")

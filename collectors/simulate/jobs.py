@@ -1,0 +1,128 @@
+"""What the simulator knows about each job, task attempt and reducer shuffle; the writers render these as Hadoop
+would have logged them.  Times are epoch seconds (floats); the writers round them to milliseconds.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class Attempt:
+    kind: str  # 'm' or 'r'
+    task: int
+    n: int
+    node: int
+    container: int
+    assigned: float
+    start: float = 0.0  # RUNNING (container launched)
+    end: float = 0.0  # final state reached
+    status: str = ""  # SUCCEEDED / FAILED / KILLED
+    speculative: bool = False
+    redundant_at: float | None = None  # when the AM scheduled this (speculative) attempt
+    error: str = ""
+    # reduce attempts, filled when the shuffle is scheduled
+    shuffle_end: float = 0.0
+    sort_end: float = 0.0
+    shuffle_bytes: int = 0
+    pulls: int = 0
+
+
+@dataclass(slots=True)
+class Pull:
+    """One map output fetched by a reducer (what the reduce syslog shows and the DataPull event reports)."""
+
+    map_task: int
+    start_ms: int
+    end_ms: int
+    length: int
+    node: int
+    fetcher: int
+
+
+@dataclass
+class Job:
+    idx: int
+    seq: int
+    name: str
+    user: str
+    queue: str
+    submit: float
+    maps: int
+    reduces: int
+    input_bytes: int
+    shuffle_bytes: int
+    output_bytes: int
+    rng: random.Random
+    cts: int  # cluster timestamp (ms) in the ids
+    plant: dict[str, Any] = field(default_factory=dict)
+    # -- life cycle --------------------------------------------------------------------------------------------------
+    am_node: int = -1
+    am_assigned: float = 0.0
+    am_start: float = 0.0
+    init: float = 0.0
+    launch: float = 0.0
+    running: float = 0.0
+    end: float = 0.0
+    status: str = ""
+    next_container: int = 2  # 1 is the AM
+    attempts: list[Attempt] = field(default_factory=list)
+    map_ok: list[Attempt | None] = field(default_factory=list)
+    map_running: dict[int, list[Attempt]] = field(default_factory=dict)
+    reduce_ok: list[Attempt | None] = field(default_factory=list)
+    pending_maps: deque[tuple[int, int]] = field(default_factory=deque)  # (task, attempt number)
+    urgent_maps: deque[tuple[int, int, bool]] = field(default_factory=deque)  # retries / speculative attempts
+    next_reduce: int = 0
+    reduces_ready: bool = False
+    hold_until: float | None = None  # planted: reducers held back until then
+    waiting_reducers: list[Attempt] = field(default_factory=list)
+    completed_maps: int = 0
+    completed_reduces: int = 0
+    slowstart_at: float | None = None
+    maps_done_at: float | None = None
+    first_reduce_start: float | None = None
+    in_demand: bool = False
+    # -- data sizes --------------------------------------------------------------------------------------------------
+    map_out: list[int] = field(default_factory=list)  # raw map output bytes per map
+    shares: list[float] = field(default_factory=list)  # per-reducer share of each map's output
+
+    @property
+    def job_id(self) -> str:
+        return f"job_{self.cts}_{self.seq:04d}"
+
+    @property
+    def app_id(self) -> str:
+        return f"application_{self.cts}_{self.seq:04d}"
+
+    def attempt_id(self, kind: str, task: int, n: int) -> str:
+        return f"attempt_{self.cts}_{self.seq:04d}_{kind}_{task:06d}_{n}"
+
+    def task_id(self, kind: str, task: int) -> str:
+        return f"task_{self.cts}_{self.seq:04d}_{kind}_{task:06d}"
+
+    def container_id(self, number: int) -> str:
+        return f"container_{self.cts}_{self.seq:04d}_01_{number:06d}"
+
+    def split_bytes(self, task: int) -> int:
+        """Input bytes of map ``task``: the input spread evenly over the maps (many input files, combined splits)."""
+        base, extra = divmod(self.input_bytes, self.maps)
+        return base + (1 if task < extra else 0)
+
+    def set_weights(self, weights: list[float]) -> None:
+        """Each reducer's share of every map's output (the partitioner's key distribution)."""
+        total = sum(weights) or 1.0
+        self.shares = [w / total for w in weights]
+
+    def partition(self, task: int, reducer: int) -> tuple[int, int]:
+        """(decompressed, on-the-wire) length of map ``task``'s output for ``reducer``: IFile adds a 2-byte end
+        marker to the records and a 4-byte checksum on the wire."""
+        decomp = 2 + int(self.map_out[task] * self.shares[reducer])
+        return decomp, decomp + 4
+
+    def materialized(self, task: int) -> int:
+        """MAP_OUTPUT_MATERIALIZED_BYTES of map ``task``: exactly what the reducers will fetch from it."""
+        out = self.map_out[task]
+        return sum(6 + int(out * share) for share in self.shares)

@@ -1,0 +1,65 @@
+"""Per-host ``load_one`` as Ganglia would sample it every 15 s.
+
+Each running container adds to its host's run queue (a map or a reducer's reduce phase 1.0, a reducer's shuffle 0.3,
+an ApplicationMaster 0.1) on top of a small per-host background; a planted runaway reducer ramps its host's run queue
+up to a peak.  ``load_one`` is the kernel's one-minute exponentially damped average of the run queue, updated every
+5 s; Ganglia reports it with a little jitter.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+
+_TICK = 5.0
+_DECAY = math.exp(-_TICK / 60.0)
+
+
+class LoadRecorder:
+    def __init__(self, nodes: int) -> None:
+        self.changes: list[list[tuple[float, float]]] = [[] for _ in range(nodes)]
+
+    def add(self, node: int, start: float, end: float, weight: float) -> None:
+        if end > start and weight:
+            changes = self.changes[node]
+            changes.append((start, weight))
+            changes.append((end, -weight))
+
+    def ramp(self, node: int, start: float, end: float, peak: float, steps: int = 12) -> None:
+        """A run queue growing linearly to ``peak`` over 80% of [start, end], then held until ``end``."""
+        top = start + 0.8 * (end - start)
+        for k in range(steps):
+            t0 = start + (top - start) * k / steps
+            self.add(node, t0, end, peak / steps)
+
+    def samples(
+        self, hosts: list[str], start: float, end: float, step: float, seed: int
+    ) -> Iterator[tuple[float, str, str, float]]:
+        """``(ts, host, "load_one", value)`` for every host every ``step`` seconds in [start, end], in time order."""
+        n_samples = int((end - start) // step) + 1
+        series: list[list[float]] = []
+        for node in range(len(hosts)):
+            rng = random.Random(seed * 7919 + node)
+            base = rng.uniform(0.02, 0.25)
+            changes = sorted(self.changes[node])
+            values: list[float] = []
+            load = base
+            queue = base
+            i = 0
+            t = start - 300.0  # warm up: the average starts settled
+            next_sample = start
+            while len(values) < n_samples:
+                while i < len(changes) and changes[i][0] <= t:
+                    queue += changes[i][1]
+                    i += 1
+                load = load * _DECAY + max(queue, 0.0) * (1.0 - _DECAY)
+                if t >= next_sample - 1e-9:
+                    values.append(max(0.0, round(load + rng.gauss(0.0, 0.03), 2)))
+                    next_sample += step
+                t += _TICK
+            series.append(values)
+        for k in range(n_samples):
+            ts = start + k * step
+            for node, host in enumerate(hosts):
+                yield ts, host, "load_one", series[node][k]

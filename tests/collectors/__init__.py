@@ -1,0 +1,1 @@
+"""Tests of the Hadoop collectors and the cluster simulator."""
