@@ -127,7 +127,9 @@ class TrendAggregate(Node):
     attr: str | None = None
 
 
-Expr = Number | String | Bool | AttrRef | Aggregate | KleeneLen | BinOp | Neg | Compare | And | Or | Not | TrendAggregate
+Expr = (
+    Number | String | Bool | AttrRef | Aggregate | KleeneLen | BinOp | Neg | Compare | And | Or | Not | TrendAggregate
+)
 
 # --------------------------------------------------------------------------- query
 

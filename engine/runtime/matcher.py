@@ -12,13 +12,13 @@ Events with intervals are evaluated at their midpoint here; exact confidence com
 
 from __future__ import annotations
 
-import json
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.events import Event
+from engine.output import return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.predicates import KleeneCell, references
 
@@ -48,14 +48,6 @@ class Run:
 
 class OutOfOrderError(ValueError):
     """An event older than one already fed: the precise runtime needs time order (see the service's watermark)."""
-
-
-def _hashable(value: Any) -> Any:
-    try:
-        hash(value)
-        return value
-    except TypeError:
-        return json.dumps(value, sort_keys=True, default=str)
 
 
 class Matcher:
@@ -89,6 +81,7 @@ class Matcher:
         self.matches = 0
         self._future = self._future_forms() if self.distinct and self.any else None
         self._step = self._step_any if self.any else self._step_next
+        self.shed_runs = 0  # runs removed by shed() (engine.shedding); the hot path never reads it
 
     # ------------------------------------------------------------------ public
 
@@ -145,6 +138,83 @@ class Matcher:
 
     def runs_alive(self) -> int:
         return sum(len(runs) for runs in self.pools.values())
+
+    # ------------------------------------------------------------------ load-shedding hook (engine.shedding)
+    # Used only by engine.shedding.SheddingMatcher, between two feed() calls; feed() itself is unchanged and none of
+    # these run unless a shedder calls them.
+
+    def visit_keys(self, ev: Event) -> list:
+        """The pools :meth:`feed` would step for ``ev`` (mirrors its routing): the runs this event is matched against,
+        which a per-event latency guard may thin out before the event is processed."""
+        if self.skip_irrelevant and ev.type not in self.relevant:
+            return []
+        pools = self.pools
+        if self.partitioned:
+            x = ev.attrs.get(self.attr0)
+            if x is None:
+                return list(pools)
+            return [k for k in (x, None) if k in pools]
+        return [None] if None in pools else []
+
+    def touched_keys(self, ev: Event) -> list | None:
+        """The pools :meth:`feed` may change for ``ev`` (runs stepped, moved out of the unbound pool, started): with
+        their sizes before and after, a shedder keeps its runs count exact without walking every pool.  None when any
+        pool may change (a sweep is due, or an event without the partition attribute)."""
+        if (self.fed + 1) % SWEEP_EVERY == 0:
+            return None
+        if self.skip_irrelevant and ev.type not in self.relevant:
+            return []
+        if not self.partitioned:
+            return [None]
+        x = ev.attrs.get(self.attr0)
+        return None if x is None else [x, None]
+
+    def pending_work(self, ev: Event) -> int:
+        """How many runs :meth:`feed` would step for ``ev``: its processing cost driver (pSPICE's n_pm, per event)."""
+        pools = self.pools
+        return sum(len(pools[k]) for k in self.visit_keys(ev))
+
+    def shed(self, drop: Callable[[Run], bool], keys: Iterable | None = None) -> int:
+        """Remove the runs ``drop`` selects from the pools ``keys`` (default: all); return how many.
+
+        Only partial matches go: negation candidates (``neg_buf``) and the ``emitted`` set of distinct output are left
+        alone, and no surviving run changes, so the output afterwards is a subset of the unshed output.
+        """
+        pools = self.pools
+        removed = 0
+        for key in list(pools) if keys is None else list(keys):
+            runs = pools.get(key)
+            if not runs:
+                continue
+            kept = [r for r in runs if not drop(r)]
+            if len(kept) != len(runs):
+                removed += len(runs) - len(kept)
+                if kept:
+                    pools[key] = kept
+                else:
+                    del pools[key]
+        self.shed_runs += removed
+        return removed
+
+    def observe(self, callback: Callable[[Run, int, bool, list, int, int], None] | None) -> None:
+        """Install (``None``: remove) an observer of run steps, for learning pSPICE's transition statistics.
+
+        After each step of a run ``r`` the callback gets ``(r, k, kin, kept, n0, completed)``: the run's state before
+        the step, the step's output list ``kept`` whose entries from ``n0`` on are the runs it left alive (the run
+        itself and its clones), and how many match records the step produced.  Without an observer the step functions
+        run bare.
+        """
+        raw = self._step_any if self.any else self._step_next
+        if callback is None:
+            self._step = raw
+            return
+
+        def step(r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+            k, kin, n0, o0 = r.k, r.kin, len(kept), len(out)
+            raw(r, ev, t, kept, out)
+            callback(r, k, kin, kept, n0, len(out) - o0)
+
+        self._step = step
 
     def sweep(self) -> None:
         """Drop runs whose window has passed and negation candidates no future match can see."""
@@ -411,7 +481,7 @@ class Matcher:
         return True
 
     def _return_key(self, r: Run) -> tuple:
-        return tuple(_hashable(fn(r.bind, None)) for _, fn in self.cq.returns)
+        return return_key(fn(r.bind, None) for _, fn in self.cq.returns)
 
     def _complete(self, r: Run, out: list[dict]) -> None:
         cq = self.cq
@@ -421,7 +491,7 @@ class Matcher:
             return
         returned = {name: fn(r.bind, None) for name, fn in cq.returns}
         if self.distinct:
-            key = tuple(_hashable(v) for v in returned.values())
+            key = return_key(returned.values())
             if key in self.emitted:
                 return
             self.emitted.add(key)
@@ -460,9 +530,22 @@ def sort_events(events: Iterable[Event]) -> list[Event]:
 
 
 def make_matcher(cq: CompiledQuery, max_uncertainty: int = 0):
-    """The evaluator for a query: skip_till_any_match gets the exact possible-worlds evaluator
+    """The evaluator :func:`engine.plan.choose.choose_evaluator` picks: trend-aggregate queries get GRETA
+    (:class:`engine.greta.GretaMatcher`) or, when GRETA cannot evaluate them, two-step enumeration; other
+    skip_till_any_match queries the exact possible-worlds evaluator
     (:class:`engine.imprecise.evaluator.ImpreciseMatcher`), the other strategies the NFA^b runtime on midpoints."""
-    if cq.strategy == "skip_till_any_match":
+    from engine.plan.choose import choose_evaluator
+
+    kind = choose_evaluator(cq)
+    if kind == "greta":
+        from engine.greta import GretaMatcher
+
+        return GretaMatcher(cq, max_uncertainty)
+    if kind == "enumerate":
+        from engine.greta import TrendEnumerator
+
+        return TrendEnumerator(cq, max_uncertainty)
+    if kind == "imprecise":
         from engine.imprecise.evaluator import ImpreciseMatcher
 
         return ImpreciseMatcher(cq, max_uncertainty)
