@@ -1,0 +1,331 @@
+"""The thin integration: :class:`SheddingMatcher` feeds a pack's matchers and keeps a latency bound by shedding.
+
+Per event (the paper's architecture, digest-pspice section 2):
+
+1. **overload detector** -- with the event's queueing latency (``now - arrival``) the :class:`LatencyModel` says how
+   many runs to drop: globally (Algorithm 1) and, for this event's own partition, the per-event guard;
+2. **load shedder** -- the victims are chosen by utility level in one O(n) pass over the runs
+   (:mod:`engine.shedding.shedder`) and removed through :meth:`engine.runtime.matcher.Matcher.shed`;
+3. the event is processed, timed (or costed by a :class:`CostModel`), and on one event in ``observe_every`` the run
+   transitions are observed (:meth:`engine.runtime.matcher.Matcher.observe`) for the **model builder**, whose
+   rebuilds (:class:`QueryModel`) are advanced a slice per event.
+
+Evaluators without runs (the possible-worlds evaluator, GRETA) are fed and their time counted, never shed.  With
+shedding disabled the wrapper only loops over the matchers.  Without ``arrival`` (a replay that rebuilds state) nothing
+is shed.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.events import Event
+from engine.runtime.matcher import SWEEP_EVERY
+from engine.shedding.config import SheddingConfig
+from engine.shedding.latency import LatencyModel
+from engine.shedding.markov import QueryModel
+from engine.shedding.replay import CostModel
+from engine.shedding.shedder import QueryLevels, compute_levels, remove, select_pspice, select_random
+
+__all__ = ["SheddingMatcher"]
+
+perf_counter = time.perf_counter
+
+
+@dataclass
+class _Query:
+    matcher: Any
+    model: QueryModel
+    weight: float
+    observer: Callable[..., None]
+    shed_runs: int = 0
+    alive: int = 0  # runs alive, kept exact from the pools each event touches (Matcher.touched_keys)
+
+
+def _sheddable(m: Any) -> bool:
+    """Has the NFA^b runtime's shedding hook (runs in pools); other evaluators are only fed."""
+    return all(hasattr(m, a) for a in ("pools", "shed", "observe", "touched_keys", "visit_keys", "pending_work"))
+
+
+class SheddingMatcher:
+    """One or more matchers (a pack's queries) behind a latency bound; see the module docstring.
+
+    ``clock`` must be on the same base as the ``arrival`` times given to :meth:`feed` (``time.time`` for Kafka
+    timestamps).  ``cost_model`` replaces measured times by deterministic ones (tests, benchmarks).  ``sync_rebuild``
+    finishes a utility-table rebuild at once instead of over the following events.  ``schedule`` (event index ->
+    ``[(scope, runs)]``, scope ``"global"`` or ``"event"``) replaces the detector by fixed shedding amounts, and
+    ``record_schedule`` logs the amounts shed in that form: together they compare victim choices at equal amounts.
+    """
+
+    def __init__(self, matchers: Any | Sequence[Any], config: SheddingConfig | None = None, *,
+                 clock: Callable[[], float] = time.time, cost_model: CostModel | None = None,
+                 sync_rebuild: bool = False, schedule: Mapping[int, list[tuple[str, int]]] | None = None,
+                 record_schedule: bool = False) -> None:
+        self.matchers: list[Any] = list(matchers) if isinstance(matchers, (list, tuple)) else [matchers]
+        self.config = config = config or SheddingConfig()
+        self.enabled = config.enabled
+        self.policy = config.policy
+        self.clock = clock
+        self.cost = cost_model
+        self.nlevels = config.utility_levels
+        self.observe_every = config.observe_every
+        self.rng = random.Random(config.seed)
+        self.latency = LatencyModel(config.latency_bound, config.safety_fraction, config.hysteresis)
+        self.queries: list[_Query] = []
+        for m in self.matchers:
+            if not _sheddable(m):
+                continue
+            model = QueryModel(m.cq, buckets=config.window_buckets, drift_threshold=config.drift_threshold,
+                               check_every=config.check_every, min_observations=config.min_observations,
+                               sync=sync_rebuild)
+            self.queries.append(_Query(m, model, config.weight(m.name), model.observer(_now_of(m)),
+                                       alive=sum(map(len, m.pools.values()))))
+        # the queries an event type can change (skipping strategies ignore the types they do not name)
+        self._always = [q for q in self.queries if not q.matcher.skip_irrelevant]
+        self._by_type: dict[str, list[_Query]] = {}
+        for q in self.queries:
+            if q.matcher.skip_irrelevant:
+                for typ in q.matcher.relevant:
+                    self._by_type.setdefault(typ, list(self._always)).append(q)
+        self._levels: list[QueryLevels] = []
+        self._relevel()
+        self._type_utility = self._event_type_utility()
+        self._forced = dict(schedule) if schedule is not None else None
+        self.schedule_log: list[tuple[int, str, int]] | None = [] if record_schedule else None
+        # counters and the last event's figures
+        self.events = 0
+        self.shed_events = 0
+        self.shed_calls = 0
+        self.processing_seconds = 0.0
+        self.shedding_seconds = 0.0
+        self.overhead_seconds = 0.0  # detector + observation + model maintenance, measured
+        self.last_processing_seconds = 0.0
+        self.last_shedding_seconds = 0.0
+        self._last_lq = 0.0  # the last event's queueing latency (the latency estimate is computed for metrics only)
+        self._building = False
+        self._simulation = 0.0  # time the cost model's bookkeeping took (left out of overhead_seconds)
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def shed_runs(self) -> int:
+        """Partial matches shed so far, all queries."""
+        return sum(q.shed_runs for q in self.queries)
+
+    def runs_alive(self) -> int:
+        return sum(m.runs_alive() for m in self.matchers)
+
+    @property
+    def runs_alive_sheddable(self) -> int:
+        """Runs of the sheddable matchers (pSPICE's n_pm), as the wrapper keeps count: no walk over the pools."""
+        return sum(q.alive for q in self.queries)
+
+    def flush(self) -> list[dict]:
+        out: list[dict] = []
+        for m in self.matchers:
+            out.extend(m.flush())
+        return out
+
+    def feed(self, ev: Event, arrival: float | None = None, now: float | None = None) -> list[dict]:
+        """Process one event that arrived at ``arrival`` (clock seconds; None: never shed for it), dequeued at ``now``
+        (default: ``clock()``); return its match records, in the order of the matchers."""
+        if not self.enabled:
+            out: list[dict] = []
+            for m in self.matchers:
+                out.extend(m.feed(ev))
+            return out
+        t_in = perf_counter()
+        sh0 = self.shedding_seconds
+        i = self.events
+        self.events += 1
+        every = self.observe_every
+        observe = i % every == 0
+        fit = i % every == every // 2 or every == 1  # fitted events carry no observer overhead
+        qs = self.queries
+        lat = self.latency
+        lq = -1.0
+        if arrival is not None and qs:
+            lat.observe_arrival(arrival)
+            lq = max(0.0, (now if now is not None else self.clock()) - arrival)
+        n_pm = 0
+        for q in qs:
+            n_pm += q.alive
+        shed_secs = 0.0
+        drop_event = False
+        if lq >= 0.0:
+            if self._forced is not None:
+                for scope, rho in self._forced.get(i, ()):
+                    shed_secs += self._shed(rho, ev, scope == "event", i, scope)[1]
+            else:
+                drop_event, shed_secs, n_pm = self._detect(ev, i, lq, n_pm)
+        if drop_event:
+            self.shed_events += 1
+            self._account(t_in, sh0, 0.0, shed_secs, 0.0)
+            return []
+        if fit:
+            work = sum([q.matcher.pending_work(ev) for q in qs])
+        elif self.cost is not None:  # the cost model's own bookkeeping: simulation, not overhead
+            tw = perf_counter()
+            work = sum([q.matcher.pending_work(ev) for q in qs])
+            self._simulation += perf_counter() - tw
+        else:
+            work = 0
+        touched = []  # (query, its pools the event may change (None: all), their runs before)
+        for q in self._by_type.get(ev.type, self._always):
+            keys = q.matcher.touched_keys(ev)
+            if keys is None:
+                touched.append((q, None, 0))
+            elif keys:
+                get = q.matcher.pools.get
+                touched.append((q, keys, sum([len(get(k, ())) for k in keys])))
+        if observe:
+            for q in qs:
+                q.matcher.observe(q.observer)
+        t0 = perf_counter()
+        out = []
+        for m in self.matchers:
+            out.extend(m.feed(ev))
+        measured = perf_counter() - t0
+        for q, keys, before in touched:
+            if keys is None:
+                q.alive = sum(map(len, q.matcher.pools.values()))
+            else:
+                get = q.matcher.pools.get
+                q.alive += sum([len(get(k, ())) for k in keys]) - before
+        for q in qs:
+            if q.matcher.fed % SWEEP_EVERY == 0:  # a sweep (every 4096 events) may have emptied any pool
+                q.alive = sum(map(len, q.matcher.pools.values()))
+        if observe:
+            for q in qs:
+                q.matcher.observe(None)
+                q.model.note_event(ev.t, q.matcher.fed, q.alive)
+        secs = self.cost.processing(work) if self.cost is not None else measured
+        if fit:
+            lat.observe(n_pm, work, secs)
+        if observe or self._building:  # statistics change on observed events only
+            swapped = False
+            self._building = False
+            for q in qs:
+                swapped |= q.model.tick()
+                self._building |= q.model.building
+            if swapped:
+                self._relevel()
+        self._account(t_in, sh0, measured, shed_secs, secs)
+        return out
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters and gauges for the service's metrics and the dashboard."""
+        return {
+            "enabled": self.enabled,
+            "policy": self.policy,
+            "latency_bound_ms": self.config.latency_bound_ms,
+            "events": self.events,
+            "shed_runs": self.shed_runs,
+            "shed_runs_by_query": {q.matcher.name: q.shed_runs for q in self.queries},
+            "shed_events": self.shed_events,
+            "shed_calls": self.shed_calls,
+            "runs_alive": self.runs_alive_sheddable,
+            "latency_estimate_ms": 1000.0 * self.latency.estimate(self._last_lq, self.runs_alive_sheddable),
+            "processing_seconds": self.processing_seconds,
+            "shedding_seconds": self.shedding_seconds,
+            "overhead_seconds": self.overhead_seconds,
+            "model_rebuilds": {q.matcher.name: q.model.rebuilds for q in self.queries},
+            "model_observations": {q.matcher.name: q.model.observations for q in self.queries},
+            "latency_fit": {"processing": self.latency.processing.model, "per_event": self.latency.per_event.model},
+        }
+
+    # ------------------------------------------------------------------ internals
+
+    def _detect(self, ev: Event, i: int, lq: float, n_pm: int) -> tuple[bool, float, int]:
+        """The overload detector: shed (or, for E-BL, decide to drop the event); ``(drop event, seconds, n_pm)``."""
+        lat = self.latency
+        self._last_lq = lq
+        if not lat.ready:
+            return False, 0.0, n_pm
+        # the quick test: neither the mean event (Algorithm 1) nor one stepping every run (the guard) can break it
+        slack = lat.bound - lat.safety - lq - lat.shedding.predict(n_pm)
+        if lat.processing.predict(n_pm) <= slack and lat.per_event.predict(n_pm) <= slack:
+            return False, 0.0, n_pm
+        shed_secs = 0.0
+        rho = lat.global_drop(lq, n_pm)
+        if rho:
+            if self.policy == "random_events":
+                if self._coin(ev):
+                    return True, 0.0, n_pm
+            else:
+                removed, secs = self._shed(rho, ev, False, i, "global")
+                n_pm -= removed
+                lq += secs
+                shed_secs += secs
+        # the per-event guard, only when even an event stepping every run might not fit
+        if lq + lat.per_event.predict(n_pm) + lat.shedding.predict(n_pm) + lat.safety > lat.bound:
+            work = sum(q.matcher.pending_work(ev) for q in self.queries)
+            rho = lat.event_drop(lq, work)
+            if rho:
+                if self.policy == "random_events":
+                    return True, shed_secs, n_pm
+                removed, secs = self._shed(rho, ev, True, i, "event")
+                n_pm -= removed
+                shed_secs += secs
+        return False, shed_secs, n_pm
+
+    def _shed(self, rho: int, ev: Event, local: bool, i: int, scope: str) -> tuple[int, float]:
+        """Drop ``rho`` runs (of the pools ``ev`` visits when ``local``); ``(removed, seconds)``."""
+        groups = [(q.matcher, lv, q.matcher.visit_keys(ev) if local else None)
+                  for q, lv in zip(self.queries, self._levels, strict=True)]
+        t0 = perf_counter()
+        if self.policy == "pspice":
+            victims, scanned = select_pspice(groups, rho, ev.t, self.nlevels)
+        else:
+            victims, scanned = select_random(groups, rho, self.rng)
+        removed = remove(groups, victims)
+        measured = perf_counter() - t0
+        secs = self.cost.shedding(scanned) if self.cost is not None else measured
+        self.latency.observe_shedding(scanned, secs)
+        total = 0
+        for q, n in zip(self.queries, removed, strict=True):
+            q.shed_runs += n
+            q.alive -= n
+            total += n
+        self.shed_calls += 1
+        self.shedding_seconds += measured
+        if self.schedule_log is not None and total:
+            self.schedule_log.append((i, scope, total))
+        return total, secs
+
+    def _coin(self, ev: Event) -> bool:
+        """E-BL's weighted sampling: drop an event with probability ``u_min / u_type`` (type utility = its weighted
+        repetitions in the patterns; a type no query names is always dropped)."""
+        u = self._type_utility.get(ev.type, 0.0)
+        return u <= 0.0 or self.rng.random() < self._u_min / u
+
+    def _event_type_utility(self) -> dict[str, float]:
+        util: dict[str, float] = {}
+        for m in self.matchers:
+            cq = getattr(m, "cq", None)
+            if cq is None:
+                continue
+            w = self.config.weight(m.name)
+            for c in cq.ast.components:
+                util[c.type] = util.get(c.type, 0.0) + w
+        self._u_min = min(util.values(), default=1.0)
+        return util
+
+    def _relevel(self) -> None:
+        self._levels = compute_levels([(q.model, q.weight) for q in self.queries], self.nlevels)
+
+    def _account(self, t_in: float, sh0: float, measured: float, shed_secs: float, secs: float) -> None:
+        """Book one event: the figures the replay harness reads, and measured processing / shedding / the rest."""
+        self.last_processing_seconds = secs
+        self.last_shedding_seconds = shed_secs
+        self.processing_seconds += measured
+        self.overhead_seconds += perf_counter() - t_in - measured - (self.shedding_seconds - sh0) - self._simulation
+        self._simulation = 0.0
+
+
+def _now_of(m: Any) -> Callable[[], float]:
+    return lambda: m.now
