@@ -94,3 +94,5 @@ install_python_packages
 
 # The real parts, each with its own idempotent installer (Debian packages and the Python bindings they need).
 PYTHON="$VENV/bin/python" bash "$ROOT/deploy/ganglia/install.sh"
+bash "$ROOT/deploy/dashboard/install.sh"
+bash "$ROOT/deploy/kafka/install.sh"

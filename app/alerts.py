@@ -1,0 +1,273 @@
+"""Alerts to webhooks: Alertmanager v4 payloads from a durable outbox, signed, retried with backoff.
+
+Why this shape: receivers that already take Alertmanager's webhook (``version: "4"``) take ours unchanged; the outbox
+is the ``alerts`` table of :mod:`app.store`, written in the checkpoint transaction, so an alert exists for delivery
+exactly when its match is committed, and survives restarts and receivers being down.  Each alert carries its
+idempotency key (``labels.alert_id``, ``fingerprint``, and the ``Idempotency-Key`` header when a POST carries one
+alert) so a receiver can drop the rare second delivery (a crash after the POST, before the outbox row was marked).
+
+The signature header ``X-Hcep-Signature: sha256=<hex>`` is the HMAC-SHA256 of the request body with the secret from
+the environment variable named by the webhook's ``secret_env`` (default ``HCEP_WEBHOOK_SECRET``); no secret, no header.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import os
+import random
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SECRET_ENV = "HCEP_WEBHOOK_SECRET"
+SIGNATURE_HEADER = "X-Hcep-Signature"
+ZERO_TIME = "0001-01-01T00:00:00Z"
+
+
+@dataclass(frozen=True)
+class Webhook:
+    name: str
+    url: str
+    secret_env: str = DEFAULT_SECRET_ENV
+
+    def secret(self) -> str | None:
+        return os.environ.get(self.secret_env) or None
+
+
+def parse_webhooks(spec: Any) -> dict[str, Webhook]:
+    """``{name: url}`` or ``{name: {url, secret_env}}`` (pack ``settings.webhooks`` or the config file)."""
+    out: dict[str, Webhook] = {}
+    if not spec:
+        return out
+    if not isinstance(spec, dict):
+        raise ValueError("webhooks must be a mapping of name to URL or {url, secret_env}")
+    for name, value in spec.items():
+        if isinstance(value, str):
+            out[str(name)] = Webhook(str(name), value)
+        elif isinstance(value, dict) and isinstance(value.get("url"), str):
+            out[str(name)] = Webhook(str(name), value["url"], str(value.get("secret_env") or DEFAULT_SECRET_ENV))
+        else:
+            raise ValueError(f"webhook {name!r}: give a URL or {{url, secret_env}}")
+    for hook in out.values():
+        if not hook.url.startswith(("http://", "https://")):
+            raise ValueError(f"webhook {hook.name!r}: not an http(s) URL: {hook.url!r}")
+    return out
+
+
+def sign(body: bytes, secret: str) -> str:
+    """The value of the signature header for ``body``."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def verify(body: bytes, secret: str, header: str | None) -> bool:
+    """For receivers (and tests): does ``header`` sign ``body`` with ``secret``?"""
+    return header is not None and hmac.compare_digest(sign(body, secret), header)
+
+
+def _rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class _Keep(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def summary_text(template: str | None, record: dict[str, Any]) -> str:
+    values = record.get("return") or {}
+    if not template:
+        shown = ", ".join(f"{k}={v}" for k, v in values.items())
+        return f"{record['query']} matched" + (f": {shown}" if shown else "")
+    try:
+        return template.format_map(_Keep({k: v for k, v in values.items()}))
+    except (ValueError, IndexError, AttributeError):
+        return template
+
+
+def alert_object(record: dict[str, Any], *, alert_id: str, pack: str, severity: str, summary: str | None,
+                 description: str = "", emitted_at: float | None = None) -> dict[str, Any]:
+    """One entry of the v4 payload's ``alerts`` list, from a match record (SPEC section 5)."""
+    labels = {"alertname": record["query"], "severity": severity, "pack": pack, "query": record["query"],
+              "alert_id": alert_id, "source": "hcep"}
+    for name, value in (record.get("return") or {}).items():
+        if name not in labels and isinstance(value, str | int | float | bool):
+            labels[name] = str(value)
+    start = record.get("start")
+    starts = start if isinstance(start, int | float) and start > 1e9 else (emitted_at or time.time())
+    return {
+        "status": "firing",
+        "labels": labels,
+        "annotations": {
+            "summary": summary_text(summary, record),
+            "description": description,
+            "confidence": str(record.get("confidence")),
+            "match": json.dumps(record.get("match", {}), sort_keys=True),
+            "return": json.dumps(record.get("return", {}), sort_keys=True, default=str),
+            "event_start": str(record.get("start")),
+            "event_end": str(record.get("end")),
+        },
+        "startsAt": _rfc3339(starts),
+        "endsAt": ZERO_TIME,
+        "generatorURL": "",
+        "fingerprint": alert_id[:16],
+    }
+
+
+def payload(alerts: list[dict[str, Any]], receiver: str) -> dict[str, Any]:
+    """Alertmanager webhook payload, version 4."""
+    common_labels = dict(alerts[0]["labels"]) if alerts else {}
+    for a in alerts[1:]:
+        common_labels = {k: v for k, v in common_labels.items() if a["labels"].get(k) == v}
+    group_labels = {k: common_labels[k] for k in ("alertname",) if k in common_labels}
+    return {
+        "version": "4",
+        "groupKey": "{}:" + json.dumps(group_labels, sort_keys=True),
+        "truncatedAlerts": 0,
+        "status": "firing",
+        "receiver": receiver,
+        "groupLabels": group_labels,
+        "commonLabels": common_labels,
+        "commonAnnotations": {},
+        "externalURL": "",
+        "alerts": alerts,
+    }
+
+
+def post(hook: Webhook, alerts: list[dict[str, Any]], timeout: float = 5.0) -> None:
+    """POST one payload; raise on anything but a 2xx answer."""
+    body = json.dumps(payload(alerts, hook.name), separators=(",", ":")).encode()
+    ids = sorted(a["labels"]["alert_id"] for a in alerts)
+    key = ids[0] if len(ids) == 1 else hashlib.sha256(",".join(ids).encode()).hexdigest()
+    headers = {"Content-Type": "application/json", "User-Agent": "hcep", "Idempotency-Key": key}
+    secret = hook.secret()
+    if secret:
+        headers[SIGNATURE_HEADER] = sign(body, secret)
+    req = urllib.request.Request(hook.url, data=body, headers=headers, method="POST")
+    with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - http(s) checked in parse_webhooks
+        resp.read()
+
+
+def backoff(attempts: int, base: float, cap: float) -> float:
+    """Seconds before the next try after ``attempts`` failures: exponential, capped, with jitter."""
+    return min(cap, base * (2 ** max(0, attempts - 1))) * (0.5 + random.random() / 2)
+
+
+class AlertSender(threading.Thread):
+    """Delivers the outbox rows of one owner (this process) until stopped; never gives up on an alert.
+
+    Processes sharing a store also adopt the rows of an owner whose heartbeat stopped ``orphan_after`` seconds ago.
+    """
+
+    def __init__(self, store_path: str, owner: str, webhooks: dict[str, Webhook], *, batch: int = 50,
+                 base_delay: float = 0.5, max_delay: float = 30.0, timeout: float = 5.0, orphan_after: float = 30.0,
+                 on_result: Callable[[str, int], None] | None = None) -> None:
+        super().__init__(name="hcep-alerts", daemon=True)
+        self.store_path = store_path
+        self.owner = owner
+        self.webhooks = webhooks
+        self.batch = batch
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.timeout = timeout
+        self.orphan_after = orphan_after
+        self.last_heartbeat = 0.0
+        self.on_result = on_result or (lambda status, n: None)
+        self.wake = threading.Event()
+        self.stopping = threading.Event()
+        self.down: dict[str, tuple[int, float]] = {}  # webhook -> (consecutive failures, retry not before)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.wake.set()
+
+    def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds until no committed alert is due (a clean stop delivers what it can)."""
+        from app.store import Store
+
+        store = Store(self.store_path)
+        try:
+            deadline = time.monotonic() + timeout
+            self.wake.set()
+            while time.monotonic() < deadline and self.is_alive():
+                if not store.due_alerts(self.owner, time.time(), limit=1):
+                    return
+                time.sleep(0.05)
+        finally:
+            store.close()
+
+    def run(self) -> None:
+        from app.store import Store
+
+        store = Store(self.store_path)
+        try:
+            while not self.stopping.is_set():
+                sent_any = self._round(store)
+                if sent_any:
+                    continue
+                nxt = store.next_due(self.owner)
+                wait = 1.0 if nxt is None else min(1.0, max(0.0, nxt - time.time()))
+                self.wake.wait(wait)
+                self.wake.clear()
+        finally:
+            store.close()
+
+    def _round(self, store: Any) -> bool:
+        now = time.time()
+        if now - self.last_heartbeat >= 1.0:
+            store.heartbeat(self.owner, now)
+            self.last_heartbeat = now
+            adopted = store.adopt_orphans(self.owner, now, self.orphan_after)
+            if adopted:
+                log.warning("adopted %d undelivered alert(s) of a process silent for %.0f s", adopted,
+                            self.orphan_after)
+        due = store.due_alerts(self.owner, time.time(), limit=self.batch * 4)
+        if not due:
+            return False
+        by_hook: dict[str, list[tuple[str, str]]] = {}
+        for alert_id, hook, alert in due:
+            by_hook.setdefault(hook, []).append((alert_id, alert))
+        progressed = False
+        now = time.time()
+        for name, rows in by_hook.items():
+            failures, not_before = self.down.get(name, (0, 0.0))
+            if now < not_before:
+                continue  # this receiver failed recently: its alerts wait for its back-off
+            hook = self.webhooks.get(name)
+            if hook is None:  # configured away since the alert was queued: keep it, try again later
+                ids = [r[0] for r in rows]
+                store.mark_failed(ids, f"no URL for webhook {name!r}", [time.time() + self.max_delay] * len(ids))
+                continue
+            for i in range(0, len(rows), self.batch):
+                chunk = rows[i:i + self.batch]
+                ids = [r[0] for r in chunk]
+                try:
+                    post(hook, [json.loads(r[1]) for r in chunk], timeout=self.timeout)
+                except (urllib.error.URLError, OSError, ValueError) as err:
+                    attempts = store.attempts(ids)
+                    now = time.time()
+                    store.mark_failed(ids, str(err), [now + backoff(attempts.get(i, 0) + 1, self.base_delay,
+                                                                    self.max_delay) for i in ids])
+                    self.down[name] = (failures + 1, now + backoff(failures + 1, self.base_delay, self.max_delay))
+                    self.on_result("failed", len(ids))
+                    if failures == 0:
+                        log.warning("webhook %s: %d alert(s) not delivered (%s); retrying with back-off", name,
+                                    len(ids), err)
+                    break  # this receiver is down: leave its other alerts for the next round
+                if failures:
+                    log.info("webhook %s: delivering again", name)
+                    failures = 0
+                    self.down.pop(name, None)
+                store.mark_delivered(ids, time.time())
+                self.on_result("delivered", len(ids))
+                progressed = True
+        return progressed

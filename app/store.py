@@ -1,0 +1,264 @@
+"""The local store: SQLite in WAL mode under a data dir, read by the dashboard, written by ``hcep run``.
+
+Why SQLite: one file, readers (dashboard) never block the writer (WAL), and one transaction can hold a checkpoint's
+match records, alert outbox rows, dead letters and consumer offsets together -- the atomicity the exactly-once
+argument of :mod:`app.checkpoint` rests on.  ``synchronous=NORMAL``: a committed checkpoint survives the process
+being killed (kill -9); only a power cut may lose the last one, and replay then redoes it.
+
+Tables (the dashboard may read all of them):
+
+- ``matches``: one row per match record (SPEC section 5), ``id`` = :func:`app.checkpoint.record_id`;
+- ``alerts``: the durable webhook outbox, one row per alert, ``id`` = the alert's idempotency key;
+- ``deadletter``: late and invalid events with the reason;
+- ``offsets`` / ``checkpoints``: per partition and per process, what a restart resumes from;
+- ``senders``: each process's last sign of life, so that another one can adopt a dead one's undelivered alerts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS matches (
+    id TEXT PRIMARY KEY, query TEXT NOT NULL, pack TEXT, confidence REAL, start REAL, "end" REAL,
+    record TEXT NOT NULL, emitted_at REAL NOT NULL, instance TEXT, published INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS matches_by_time ON matches(emitted_at);
+CREATE INDEX IF NOT EXISTS matches_unpublished ON matches(instance, published);
+CREATE TABLE IF NOT EXISTS alerts (
+    id TEXT PRIMARY KEY, query TEXT NOT NULL, webhook TEXT NOT NULL, severity TEXT, alert TEXT NOT NULL,
+    status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_at REAL NOT NULL, created_at REAL NOT NULL,
+    delivered_at REAL, last_error TEXT, owner TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS alerts_due ON alerts(owner, status, next_at);
+CREATE TABLE IF NOT EXISTS deadletter (
+    topic TEXT NOT NULL, partition INTEGER NOT NULL, "offset" INTEGER NOT NULL, idx INTEGER NOT NULL,
+    reason TEXT NOT NULL, event TEXT, at REAL NOT NULL, PRIMARY KEY (topic, partition, "offset", idx));
+CREATE TABLE IF NOT EXISTS offsets (
+    scope TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, position INTEGER NOT NULL,
+    rebuild_from INTEGER NOT NULL, newest REAL, writer TEXT, seq INTEGER, updated_at REAL,
+    PRIMARY KEY (scope, topic, partition));
+CREATE TABLE IF NOT EXISTS senders (owner TEXT PRIMARY KEY, heartbeat_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    scope TEXT PRIMARY KEY, seq INTEGER NOT NULL, released TEXT, horizon REAL, assignment TEXT, updated_at REAL);
+"""
+
+STORE_FILE = "hcep.sqlite"
+
+
+@dataclass
+class OffsetRow:
+    """One partition's checkpoint: read up to ``position``; replay from ``rebuild_from``; ``newest`` = the newest
+    event time (ticks) before ``rebuild_from``, for the lateness rule."""
+
+    scope: str
+    topic: str
+    partition: int
+    position: int
+    rebuild_from: int
+    newest: float | None
+    writer: str
+    seq: int
+
+
+@dataclass
+class CheckpointRow:
+    scope: str
+    seq: int
+    released: list | None  # the release key of the last event fed to the engine
+    horizon: float | None
+    assignment: list[list]  # [[topic, partition], ...]
+
+
+@dataclass
+class Batch:
+    """What one checkpoint writes, in one transaction."""
+
+    matches: list[tuple]  # (id, query, pack, confidence, start, end, record_json, emitted_at, instance)
+    alerts: list[tuple]  # (id, query, webhook, severity, alert_json, status, next_at, created_at, owner)
+    deadletters: list[tuple]  # (topic, partition, offset, idx, reason, event_json, at)
+    offsets: list[OffsetRow]
+    checkpoint: CheckpointRow | None
+
+
+def store_path(data_dir: str) -> str:
+    return os.path.join(data_dir, STORE_FILE)
+
+
+class Store:
+    """One connection (use one per thread)."""
+
+    def __init__(self, path: str, *, readonly: bool = False) -> None:
+        self.path = path
+        if not readonly:
+            os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
+        uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
+        self.db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+        self.db.execute("PRAGMA busy_timeout = 30000")
+        if not readonly:
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------------ checkpoint
+    def commit(self, batch: Batch) -> int:
+        """Write a checkpoint atomically; return how many alerts were new (ids seen before are ignored)."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if batch.matches:
+                db.executemany(
+                    'INSERT OR IGNORE INTO matches (id, query, pack, confidence, start, "end", record, emitted_at,'
+                    " instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch.matches)
+            new_alerts = 0
+            if batch.alerts:
+                before = db.total_changes
+                db.executemany(
+                    "INSERT OR IGNORE INTO alerts (id, query, webhook, severity, alert, status, next_at, created_at,"
+                    " owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch.alerts)
+                new_alerts = db.total_changes - before
+            if batch.deadletters:
+                db.executemany(
+                    'INSERT OR IGNORE INTO deadletter (topic, partition, "offset", idx, reason, event, at)'
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)", batch.deadletters)
+            now = time.time()
+            for o in batch.offsets:
+                db.execute(
+                    "INSERT OR REPLACE INTO offsets (scope, topic, partition, position, rebuild_from, newest, writer,"
+                    " seq, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (o.scope, o.topic, o.partition, o.position, o.rebuild_from, _finite(o.newest), o.writer, o.seq,
+                     now))
+            c = batch.checkpoint
+            if c is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO checkpoints (scope, seq, released, horizon, assignment, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (c.scope, c.seq, json.dumps(c.released), _finite(c.horizon), json.dumps(c.assignment), now))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return new_alerts
+
+    def checkpoint(self, scope: str) -> CheckpointRow | None:
+        row = self.db.execute("SELECT scope, seq, released, horizon, assignment FROM checkpoints WHERE scope = ?",
+                              (scope,)).fetchone()
+        if row is None:
+            return None
+        return CheckpointRow(row[0], row[1], json.loads(row[2]) if row[2] else None, row[3],
+                             json.loads(row[4]) if row[4] else [])
+
+    def offset(self, scope: str, topic: str, partition: int) -> OffsetRow | None:
+        row = self.db.execute(
+            "SELECT scope, topic, partition, position, rebuild_from, newest, writer, seq FROM offsets"
+            " WHERE scope = ? AND topic = ? AND partition = ?", (scope, topic, partition)).fetchone()
+        return OffsetRow(*row) if row else None
+
+    def deadletter_offsets(self, topic: str, partition: int, lo: int, hi: int) -> set[tuple[int, int]]:
+        """``{(offset, idx)}`` dead-lettered in ``[lo, hi)``: a replay skips them to repeat the same decisions."""
+        rows = self.db.execute('SELECT "offset", idx FROM deadletter WHERE topic = ? AND partition = ?'
+                               ' AND "offset" >= ? AND "offset" < ?', (topic, partition, lo, hi))
+        return {(r[0], r[1]) for r in rows}
+
+    # ------------------------------------------------------------------ outbox (alerts)
+    def due_alerts(self, owner: str, now: float, limit: int = 100) -> list[tuple[str, str, str]]:
+        """``(id, webhook, alert_json)`` of pending alerts whose next attempt is due, oldest first."""
+        return self.db.execute(
+            "SELECT id, webhook, alert FROM alerts WHERE owner = ? AND status = 'pending' AND next_at <= ?"
+            " ORDER BY next_at, created_at LIMIT ?", (owner, now, limit)).fetchall()
+
+    def heartbeat(self, owner: str, now: float) -> None:
+        self.db.execute("INSERT OR REPLACE INTO senders (owner, heartbeat_at) VALUES (?, ?)", (owner, now))
+
+    def adopt_orphans(self, owner: str, now: float, silent_for: float) -> int:
+        """Take over the pending alerts of senders silent for ``silent_for`` seconds (a process that died for good
+        and whose partitions another process now reads): the outbox loses nothing when its writer is gone."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = self.db.execute(
+                "UPDATE alerts SET owner = ? WHERE status = 'pending' AND owner != ? AND owner IN"
+                " (SELECT owner FROM senders WHERE heartbeat_at < ?)", (owner, owner, now - silent_for))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return cur.rowcount
+
+    def next_due(self, owner: str) -> float | None:
+        row = self.db.execute("SELECT MIN(next_at) FROM alerts WHERE owner = ? AND status = 'pending'",
+                              (owner,)).fetchone()
+        return row[0] if row else None
+
+    def _many(self, sql: str, rows: list[tuple]) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.executemany(sql, rows)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def mark_delivered(self, ids: Sequence[str], now: float) -> None:
+        self._many("UPDATE alerts SET status = 'delivered', delivered_at = ?, attempts = attempts + 1,"
+                   " last_error = NULL WHERE id = ?", [(now, i) for i in ids])
+
+    def mark_failed(self, ids: Sequence[str], error: str, next_at: Iterable[float]) -> None:
+        self._many("UPDATE alerts SET attempts = attempts + 1, last_error = ?, next_at = ? WHERE id = ?",
+                   [(error[:500], n, i) for i, n in zip(ids, next_at, strict=True)])
+
+    def attempts(self, ids: Sequence[str]) -> dict[str, int]:
+        marks = ",".join("?" * len(ids))
+        return dict(self.db.execute(f"SELECT id, attempts FROM alerts WHERE id IN ({marks})", list(ids)).fetchall())
+
+    # ------------------------------------------------------------------ matches topic
+    def unpublished(self, instance: str, limit: int = 10000) -> list[tuple[str, str, str]]:
+        return self.db.execute("SELECT id, query, record FROM matches WHERE instance = ? AND published = 0"
+                               " ORDER BY emitted_at LIMIT ?", (instance, limit)).fetchall()
+
+    def mark_published(self, ids: Sequence[str]) -> None:
+        self._many("UPDATE matches SET published = 1 WHERE id = ?", [(i,) for i in ids])
+
+    # ------------------------------------------------------------------ readers (dashboard, tests)
+    def recent_matches(self, limit: int = 100, query: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT record FROM matches"
+        args: list[Any] = []
+        if query:
+            sql += " WHERE query = ?"
+            args.append(query)
+        sql += " ORDER BY emitted_at DESC LIMIT ?"
+        args.append(limit)
+        return [json.loads(r[0]) for r in self.db.execute(sql, args)]
+
+    def alert_rows(self, status: str | None = None) -> list[dict[str, Any]]:
+        sql = ("SELECT id, query, webhook, severity, status, attempts, created_at, delivered_at, last_error"
+               " FROM alerts")
+        args: tuple = ()
+        if status:
+            sql += " WHERE status = ?"
+            args = (status,)
+        cols = ("id", "query", "webhook", "severity", "status", "attempts", "created_at", "delivered_at",
+                "last_error")
+        return [dict(zip(cols, r, strict=True)) for r in self.db.execute(sql + " ORDER BY created_at", args)]
+
+    def counts(self) -> dict[str, int]:
+        one = self.db.execute
+        return {
+            "matches": one("SELECT COUNT(*) FROM matches").fetchone()[0],
+            "alerts": one("SELECT COUNT(*) FROM alerts").fetchone()[0],
+            "alerts_pending": one("SELECT COUNT(*) FROM alerts WHERE status = 'pending'").fetchone()[0],
+            "alerts_delivered": one("SELECT COUNT(*) FROM alerts WHERE status = 'delivered'").fetchone()[0],
+            "deadletter": one("SELECT COUNT(*) FROM deadletter").fetchone()[0],
+        }
+
+
+def _finite(x: float | None) -> float | None:
+    if x is None or x != x or x in (float("inf"), float("-inf")):
+        return None
+    return x

@@ -1,0 +1,161 @@
+"""A real Kafka broker for the pipeline tests: started once per session by deploy/kafka/start.sh on free loopback
+ports in a temporary run dir, stopped at the end.  Never mocked.  Under CI=true a broker that cannot start fails
+the tests (it must not turn into a skip)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy" / "kafka"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Broker:
+    bootstrap: str
+    port: int
+    zk_port: int
+    run_dir: Path
+
+    def _args(self) -> list[str]:
+        return ["--run-dir", str(self.run_dir), "--port", str(self.port), "--zk-port", str(self.zk_port)]
+
+    def start(self) -> None:
+        subprocess.run(["bash", str(DEPLOY / "start.sh"), *self._args()], check=True, capture_output=True,
+                       text=True, timeout=180)
+
+    def stop(self, force: bool = False) -> None:
+        subprocess.run(["bash", str(DEPLOY / "stop.sh"), *self._args(), *(["--force"] if force else [])],
+                       check=True, capture_output=True, text=True, timeout=120)
+
+    def status(self) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(DEPLOY / "status.sh"), *self._args()], capture_output=True, text=True,
+                              timeout=30)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("kafka")
+    have_java = shutil.which("java") is not None
+    run_dir = tmp_path_factory.mktemp("kafka")
+    broker = Broker("", free_port(), free_port(), run_dir)
+    broker.bootstrap = f"127.0.0.1:{broker.port}"
+    try:
+        broker.start()
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as err:
+        out = getattr(err, "stderr", "") or ""
+        message = f"the Kafka broker did not start (java {'found' if have_java else 'missing'}): {out[-2000:]}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        from app.kafka_io import wait_for_broker
+
+        wait_for_broker(broker.bootstrap, timeout=60)
+        yield broker
+    finally:
+        broker.stop(force=False)
+
+
+# ------------------------------------------------------------------------------------------------ webhook receiver
+@dataclass
+class Receiver:
+    """An Alertmanager-style webhook receiver on loopback that records every alert it is sent."""
+
+    url: str = ""
+    posts: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)
+    received_at: dict[str, float] = field(default_factory=dict)
+    fail: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def alert_ids(self) -> list[str]:
+        with self.lock:
+            return [a["labels"]["alert_id"] for p in self.posts for a in p["alerts"]]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    rec = Receiver()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if rec.fail:
+                self.send_response(503)
+                self.end_headers()
+                return
+            data = json.loads(body)
+            with rec.lock:
+                rec.posts.append(data)
+                rec.bodies.append(body)
+                rec.headers.append(dict(self.headers.items()))
+                now = time.time()
+                for a in data["alerts"]:
+                    rec.received_at.setdefault(a["labels"]["alert_id"], now)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    rec.url = f"http://127.0.0.1:{server.server_address[1]}/alerts"
+    try:
+        yield rec
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# ------------------------------------------------------------------------------------------------ the service
+def run_command(bootstrap: str, pack: str, data_dir: Path, *, topics: str, broadcast: str, group: str,
+                instance: str = "0", webhook: str | None = None, metrics_port: int = -1,
+                extra: list[str] | None = None) -> list[str]:
+    cmd = [sys.executable, "-m", "app.commands.run", "--pack", pack, "--bootstrap", bootstrap,
+           "--data-dir", str(data_dir), "--topics", topics, "--broadcast", broadcast, "--group", group,
+           "--instance", instance, "--metrics-port", str(metrics_port), "--matches-topic", f"{group}.matches",
+           "--checkpoint-interval", "0.2", "--idle-timeout", "1", "--session-timeout", "3", "--log-level", "INFO"]
+    if webhook:
+        cmd += ["--webhook", f"ops={webhook}"]
+    return cmd + (extra or [])
+
+
+def start_service(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    full_env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    with open(log, "ab") as out:
+        return subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=full_env)
+
+
+def wait_until(pred: Any, timeout: float, what: str, interval: float = 0.1) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")

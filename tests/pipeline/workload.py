@@ -1,0 +1,87 @@
+"""A small deterministic Hadoop + Ganglia event stream for the pipeline tests, and its expected alerts.
+
+Events have distinct reported times at the pack's tick (no ties), so the engine's answer does not depend on how ties
+are broken; a tail of Ganglia rounds runs past the last job by more than the longest window plus the uncertainty, so
+that every record the offline matcher finds is also released by the streaming service (which never flushes).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+BASE = 1_700_000_000.0
+SLOT = 0.3  # seconds between consecutive Hadoop events (distinct ticks)
+
+
+def hadoop_and_ganglia(jobs: int = 6, reducers: int = 3, pulls: int = 5, seed: int = 7,
+                       tail: float = 1300.0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(hadoop events, ganglia events)``, each in time order."""
+    rng = random.Random(seed)
+    hadoop: list[dict[str, Any]] = []
+    t = BASE + 1.0
+
+    def emit(etype: str, **attrs: Any) -> None:
+        nonlocal t
+        t += SLOT
+        n = len(hadoop)
+        hadoop.append({"type": etype, "ts": round(t, 1), "id": f"h{n}", "delta": 0.5, **attrs})
+
+    # Jobs overlap: each starts, runs its mappers and reducers, ends; the next starts midway.
+    for j in range(jobs):
+        job = f"job_{1700000000000 + j}_{j:04d}"
+        emit("JobStart", job_id=job, user="u", queue="default", maps=4, reduces=reducers)
+        for m in range(4):
+            emit("Mapper", job_id=job, task_id=f"{job}_m_{m}", host=f"w{m}", period=round(rng.uniform(5, 9), 1),
+                 status="SUCCEEDED")
+            emit("DataIO", job_id=job, task_id=f"{job}_m_{m}", size=1000 * (m + 1))
+        for r in range(reducers):
+            task = f"{job}_r_{r}"
+            emit("ReducerStart", job_id=job, task_id=task, host=f"w{r}")
+            for p in range(pulls):
+                slow = (r + j) % 2 == 0 and p == pulls - 1
+                emit("DataPull", job_id=job, task_id=task, map_task=f"{job}_m_{p % 4}", host=f"w{r}",
+                     period=round(rng.uniform(8, 12) if slow else rng.uniform(1, 2), 1), bytes=1000)
+            t += 20.0  # reducers last long enough to span Ganglia rounds
+            emit("ReducerEnd", job_id=job, task_id=task, host=f"w{r}")
+            emit("Reducer", job_id=job, task_id=task, host=f"w{r}", period=round(rng.uniform(20, 40), 1),
+                 status="SUCCEEDED")
+            emit("DataIO", job_id=job, task_id=task, size=-1000)
+        emit("JobEnd", job_id=job, status="SUCCEEDED")
+
+    ganglia: list[dict[str, Any]] = []
+    end = t + tail
+    g = BASE + 0.05  # Ganglia rounds fall between Hadoop ticks
+    k = 0
+    while g < end:
+        val = round(0.5 + 1.5 * abs(((k % 12) - 6) / 6) + rng.uniform(0, 0.2), 3)
+        kind = "Imbalance" if val > 1.0 else "Balance"
+        stamp = round(g, 2)
+        ganglia.append({"type": "LoadStd", "ts": stamp, "id": f"g{k}s", "delta": 7.5, "val": val, "mean": 1.0,
+                        "hosts": 4, "cluster": "c"})
+        ganglia.append({"type": kind, "ts": round(stamp + 0.1, 2), "id": f"g{k}b", "delta": 7.5, "val": val,
+                        "threshold": 1.0, "cluster": "c"})
+        g += 15.0
+        k += 1
+    return hadoop, ganglia
+
+
+def expected_alerts(pack_path: str, events: list[dict[str, Any]]) -> dict[str, str]:
+    """``{alert id: query}`` the offline matcher finds for the pack's alerting queries."""
+    from app.checkpoint import record_id
+    from engine.events import event_from_json
+    from engine.language.packs import load_pack
+    from engine.plan.compiler import compile_query
+    from engine.runtime.matcher import match_events
+
+    pack = load_pack(pack_path)
+    evs = [event_from_json(e, i, pack.tick) for i, e in enumerate(events)]
+    out: dict[str, str] = {}
+    for spec in pack.queries:
+        if not spec.enabled or not spec.alert:
+            continue
+        cq = compile_query(spec.query, name=spec.name, strategy=spec.strategy, output=spec.output,
+                           confidence=spec.confidence, tick=pack.tick)
+        for rec in match_events(cq, evs):
+            out[record_id(rec, spec.output)] = spec.name
+    return out
