@@ -63,3 +63,17 @@ def test_arrival_out_of_order_within_the_bound(query: str, output: str, seed: in
             tuple(r["return"].items()): round(r["confidence"], 9) for r in expected}
     else:
         assert sorted(map(key, got)) == sorted(map(key, expected))
+
+
+def test_distinct_without_a_window_waits_for_the_best_signature() -> None:
+    events = [ev("A", 0, 3, "a1", 0, v=0), ev("B", 2, 4, "b1", 1), ev("B", 9, 9, "b2", 2)]
+    records = match_events(compile_query("PATTERN SEQ(A a, B b) RETURN a.v AS x", output="distinct", tick=TICK),
+                           events)
+    assert [(r["return"]["x"], r["confidence"]) for r in records] == [(0, 1.0)]
+
+
+def test_buffers_are_pruned_even_when_every_event_closes_something() -> None:
+    m = ImpreciseMatcher(compile_query("PATTERN SEQ(E a, E b) WHERE a.v > 100 WITHIN 10 s", tick=TICK), 0)
+    for i in range(5000):
+        m.feed(Event("E", float(i), {"v": 0}, seq=i, tick=TICK))
+    assert m.runs_alive() < 2000  # buffered events: a window's worth plus one pruning period, not the whole stream

@@ -166,10 +166,10 @@ class ImpreciseMatcher:
                 heapq.heappush(self.pending, (ev.thi, ev.seq, ev))
         safe = self.now - self.umax
         self.fed += 1
-        if (self.pending and self.pending[0][0] < safe) or (self.held and self.next_deadline < safe):
-            return self._close(safe)
         if self.fed % PRUNE_EVERY == 0:
             self._prune(safe)
+        if (self.pending and self.pending[0][0] < safe) or (self.held and self.next_deadline < safe):
+            return self._close(safe)
         return []
 
     def flush(self) -> list[dict]:
@@ -507,7 +507,9 @@ class ImpreciseMatcher:
         if key in self.emitted:
             return
         held = self.held.get(key)
-        deadline = max(e.thi for evs in assignment for e in evs) + (self.window or 0)
+        # Without a window a better signature for this value may come at any time: hold it to the end of the input.
+        last = max(e.thi for evs in assignment for e in evs)
+        deadline = last + self.window if self.window is not None else math.inf
         if held is None:
             held = self.held[key] = [conf.value, record, deadline]
         else:
