@@ -1,0 +1,202 @@
+"""History aggregates of the archive as Spark jobs, written as Parquet tables for the dashboard.
+
+Tables (``OUT/<name>/``):
+
+``durations``  task duration quantiles per job, queue, user and host: ``level`` (job/queue/user/host), ``key``,
+               ``kind`` (Mapper/Reducer), ``tasks``, ``mean``, ``min``, ``p25``, ``p50``, ``p75``, ``p90``, ``p95``,
+               ``p99``, ``max`` -- ``percentile_approx`` with accuracy 10,000: on fewer than ~10,000 tasks a
+               quantile p is exact in the nearest-rank sense (the smallest duration d with at least p of the tasks
+               <= d).
+``skew``       per job and kind, Dr. Elephant's time-skew heuristic (below).
+``queued``     per job, the queued-data curve: every DataIO event with ``queued`` = the running sum of ``size``
+               (+ map output written, - fetched by reducers) in time order.
+``anomalies``  straggler (Q3) and imbalance (Q5, Q6) match counts per time bucket (by the match's ``end``, the
+               moment it became known): ``bucket`` (epoch seconds), ``kind``, ``query``, ``count``.
+
+Skew, in the manner of Dr. Elephant's ``GenericSkewHeuristic`` (LinkedIn, Apache 2.0): the task durations of a job
+are split in two groups by two rounds of 1-D two-means starting at the mean (``Statistics.findTwoGroups``: split at
+the middle, move the middle to the average of the two group means, split again); the **deviation ratio** is the
+larger group mean over the smaller.  Severity thresholds (Dr. Elephant's defaults):
+
+====================  ======  ========  ======  ========
+                      LOW     MODERATE  SEVERE  CRITICAL
+====================  ======  ========  ======  ========
+deviation ratio >=    2       4         8       16
+group A tasks >=      10      50        100     200
+====================  ======  ========  ======  ========
+
+The severity is the lower of the two (Dr. Elephant's ``Severity.min``): a ratio of 9 is SEVERE only when the
+short-task group A has at least 100 tasks -- few tasks are not worth an alarm.  (Dr. Elephant's code applies the
+ratio thresholds to ``(larger - smaller) / smaller``, i.e. ratio - 1; ``DEVIATION_BASIS = "difference"`` selects that.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SEVERITIES = ("NONE", "LOW", "MODERATE", "SEVERE", "CRITICAL")
+DEVIATION_LIMITS = (2.0, 4.0, 8.0, 16.0)
+TASKS_LIMITS = (10, 50, 100, 200)
+#: "ratio": larger / smaller (as specified for hcep); "difference": (larger - smaller) / smaller (Dr. Elephant's code).
+DEVIATION_BASIS = "ratio"
+QUANTILES = (0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
+STRAGGLER_QUERIES = ("Q3",)
+IMBALANCE_QUERIES = ("Q5", "Q6")
+TABLES = ("durations", "skew", "queued", "anomalies")
+
+
+# ------------------------------------------------------------------------------------------------ skew (pure)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def two_groups(values: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Dr. Elephant's ``findTwoGroups``: (shorter group, longer group)."""
+    middle = _mean(values)
+    for _ in range(2):
+        small = [v for v in values if v < middle]
+        large = [v for v in values if v >= middle]
+        middle = (_mean(small) + _mean(large)) / 2
+    return [v for v in values if v < middle], [v for v in values if v >= middle]
+
+
+def severity_ascending(value: float, limits: Sequence[float]) -> int:
+    """0 (NONE) .. 4 (CRITICAL): how many of the ascending limits ``value`` reaches."""
+    return sum(1 for limit in limits if value >= limit)
+
+
+def skew(values: Sequence[float], basis: str = DEVIATION_BASIS) -> dict[str, Any]:
+    """The skew verdict of one job's task durations (see the module doc)."""
+    a, b = two_groups(values)
+    mean_a, mean_b = _mean(a), _mean(b)
+    low, high = min(mean_a, mean_b), max(mean_a, mean_b)
+    if not a or not b:
+        ratio = 1.0
+    elif low <= 0:
+        ratio = float("inf") if high > 0 else 1.0
+    else:
+        ratio = high / low
+    deviation = ratio if basis == "ratio" else ratio - 1.0
+    by_deviation = severity_ascending(deviation, DEVIATION_LIMITS)
+    by_tasks = severity_ascending(len(a), TASKS_LIMITS)
+    return {
+        "tasks": len(values),
+        "group_a_tasks": len(a),
+        "group_a_mean": mean_a,
+        "group_b_tasks": len(b),
+        "group_b_mean": mean_b,
+        "ratio": ratio,
+        "deviation_severity": SEVERITIES[by_deviation],
+        "tasks_severity": SEVERITIES[by_tasks],
+        "severity": SEVERITIES[min(by_deviation, by_tasks)],
+    }
+
+
+SKEW_SCHEMA = (
+    "job_id string, kind string, tasks long, group_a_tasks long, group_a_mean double, group_b_tasks long, "
+    "group_b_mean double, ratio double, deviation_severity string, tasks_severity string, severity string"
+)
+
+
+def _skew_group(pdf: Any) -> Any:
+    import pandas as pd
+
+    row = skew([float(v) for v in pdf["period"]])
+    return pd.DataFrame([{"job_id": pdf["job_id"].iloc[0], "kind": pdf["type"].iloc[0], **row}])
+
+
+# ------------------------------------------------------------------------------------------------ Spark jobs
+
+
+def read_archive(spark: SparkSession, root: str, kind: str) -> DataFrame | None:
+    """The archive's events or matches table (None when the archive has none)."""
+    base = Path(root) / kind
+    if not base.is_dir() or not any(base.rglob("*.parquet")):
+        return None
+    return spark.read.option("basePath", str(base)).parquet(str(base))
+
+
+def tasks_frame(events: DataFrame) -> DataFrame:
+    """Finished tasks with their job's user and queue (``unknown`` when the JobStart is not archived)."""
+    from pyspark.sql import functions as F
+
+    tasks = events.where(F.col("type").isin("Mapper", "Reducer") & F.col("period").isNotNull()).select(
+        "job_id", "task_id", "host", "type", "period")
+    jobs = (events.where(F.col("type") == "JobStart").groupBy("job_id")
+            .agg(F.first("user", ignorenulls=True).alias("user"), F.first("queue", ignorenulls=True).alias("queue")))
+    return (tasks.join(jobs, "job_id", "left")
+            .fillna({"user": "unknown", "queue": "unknown", "host": "unknown", "job_id": "unknown"}))
+
+
+def durations(tasks: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    quantiles = F.percentile_approx("period", list(QUANTILES), 10_000)
+    frames = []
+    for level, column in (("job", "job_id"), ("queue", "queue"), ("user", "user"), ("host", "host")):
+        agg = tasks.groupBy(F.col(column).alias("key"), F.col("type").alias("kind")).agg(
+            F.count(F.lit(1)).alias("tasks"), F.avg("period").alias("mean"), F.min("period").alias("min"),
+            quantiles.alias("q"), F.max("period").alias("max"))
+        cols = [F.lit(level).alias("level"), "key", "kind", "tasks", "mean", "min"]
+        cols += [F.col("q")[i].alias(f"p{round(q * 100)}") for i, q in enumerate(QUANTILES)]
+        frames.append(agg.select(*cols, "max"))
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
+
+
+def skew_table(tasks: DataFrame) -> DataFrame:
+    return tasks.select("job_id", "type", "period").groupBy("job_id", "type").applyInPandas(_skew_group, SKEW_SCHEMA)
+
+
+def queued(events: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    io = events.where((F.col("type") == "DataIO") & F.col("size").isNotNull())
+    running = (Window.partitionBy("job_id").orderBy("ts", "batch", "seq")
+               .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    return io.select("job_id", "task_id", "ts", "size", F.sum("size").over(running).alias("queued"))
+
+
+def anomalies(matches: DataFrame, bucket_seconds: float, straggler: Sequence[str] = STRAGGLER_QUERIES,
+              imbalance: Sequence[str] = IMBALANCE_QUERIES) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    kind = (F.when(F.col("query").isin(list(straggler)), F.lit("straggler"))
+            .when(F.col("query").isin(list(imbalance)), F.lit("imbalance")))
+    tagged = matches.select("query", "end", kind.alias("kind")).where(F.col("kind").isNotNull())
+    bucket = (F.floor(F.col("end") / bucket_seconds) * bucket_seconds).cast("double")
+    return tagged.groupBy(bucket.alias("bucket"), "kind", "query").agg(F.count(F.lit(1)).alias("count"))
+
+
+def history(
+    spark: SparkSession, archive: str, out: str | None = None, *, bucket_seconds: float = 300.0,
+    straggler: Sequence[str] = STRAGGLER_QUERIES, imbalance: Sequence[str] = IMBALANCE_QUERIES,
+    matches: DataFrame | None = None,
+) -> dict[str, DataFrame]:
+    """Every table from the archive at ``archive`` (``matches`` overrides its match records); written to ``out``
+    (one Parquet directory per table, replaced) when given."""
+    events = read_archive(spark, archive, "events")
+    if matches is None:
+        matches = read_archive(spark, archive, "matches")
+    tables: dict[str, DataFrame] = {}
+    if events is not None:
+        tasks = tasks_frame(events).persist()
+        tables["durations"] = durations(tasks)
+        tables["skew"] = skew_table(tasks)
+        tables["queued"] = queued(events)
+    if matches is not None:
+        tables["anomalies"] = anomalies(matches, bucket_seconds, straggler, imbalance)
+    if out is not None:
+        for name, frame in tables.items():
+            frame.write.mode("overwrite").parquet(str(Path(out) / name))
+    return tables

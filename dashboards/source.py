@@ -1,0 +1,302 @@
+"""One small interface the pages read through: :class:`DashboardData`, over whatever backends are configured.
+
+Why one interface: the pages must not care whether a match came from the live store of ``hcep run``, a directory of
+``hcep match`` output or the Parquet archive; here they are merged (one row per match id), joined to their events
+(job, task, hosts), filtered by time, job and host, and cached until a backend's data changes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pandas as pd
+
+from dashboards import alerts as alerts_mod
+from dashboards import records
+from dashboards.config import DashboardConfig
+from dashboards.pack import Pack, load_pack
+
+LOAD_TYPES = ("LoadStd", "Balance", "Imbalance")
+
+
+class Backend(Protocol):
+    name: str
+
+    def version(self) -> Any: ...
+
+    def load(self) -> dict[str, pd.DataFrame]: ...
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything the backends held at one version, merged and enriched."""
+
+    matches: pd.DataFrame
+    events: pd.DataFrame
+    alerts: pd.DataFrame  # without the acknowledgement columns (they change without a new version)
+    stats: pd.DataFrame
+    deadletter: int
+
+    @property
+    def newest(self) -> float | None:
+        """The latest time the data knows of (event ``ts``, match ``end``): the end of every relative window."""
+        values = [s.max() for s in (self.events["ts"], self.matches["end"]) if len(s) and pd.notna(s.max())]
+        return float(max(values)) if values else None
+
+    @property
+    def oldest(self) -> float | None:
+        values = [s.min() for s in (self.events["ts"], self.matches["start"]) if len(s) and pd.notna(s.min())]
+        return float(min(values)) if values else None
+
+
+def _between(times: pd.Series, since: float | None, until: float | None) -> pd.Series:
+    keep = pd.Series(True, index=times.index)
+    if since is not None:
+        keep &= times >= since
+    if until is not None:
+        keep &= times <= until
+    return keep
+
+
+def _has(column: pd.Series, value: str) -> pd.Series:
+    """Rows whose comma-separated ``column`` holds ``value``."""
+    return column.fillna("").map(lambda text: value in text.split(","))
+
+
+class DashboardData:
+    """The dashboard's data access.  Thread-safe (Streamlit serves each browser tab from its own thread)."""
+
+    def __init__(self, config: DashboardConfig, backends: list[Backend] | None = None) -> None:
+        self.config = config
+        self.backends: list[Backend] = backends if backends is not None else self._backends(config)
+        self.pack: Pack = load_pack(config.pack)
+        self.acks = alerts_mod.AckBook(config.acks)
+        self._lock = threading.Lock()
+        self._cache: tuple[Any, Snapshot] | None = None
+        self._history = None
+        if config.history is not None:
+            from dashboards.backends.history import HistoryTables
+
+            self._history = HistoryTables(config.history)
+
+    @staticmethod
+    def _backends(config: DashboardConfig) -> list[Backend]:
+        out: list[Backend] = []
+        if config.store is not None:
+            from dashboards.backends.store import StoreBackend
+
+            out.append(StoreBackend(config.store))
+        if config.data_dir is not None:
+            from dashboards.backends.jsonl import JsonlBackend
+
+            out.append(JsonlBackend(config.data_dir))
+        if config.archive is not None:
+            from dashboards.backends.archive import ArchiveBackend
+
+            out.append(ArchiveBackend(config.archive))
+        return out
+
+    # ------------------------------------------------------------------ loading
+    def snapshot(self) -> Snapshot:
+        """The merged data, re-read only when some backend's version changed."""
+        version = tuple((b.name, b.version()) for b in self.backends)
+        with self._lock:
+            if self._cache is not None and self._cache[0] == version:
+                return self._cache[1]
+        snap = self._load()
+        with self._lock:
+            self._cache = (version, snap)
+        return snap
+
+    def _load(self) -> Snapshot:
+        parts = [b.load() for b in self.backends]
+
+        def stack(key: str) -> list[pd.DataFrame]:
+            return [p[key] for p in parts if key in p and not p[key].empty]
+
+        matches = stack("matches")
+        events = stack("events")
+        merged = records.matches_frame(pd.concat(matches, ignore_index=True).to_dict("records")) if matches \
+            else records.matches_frame([])
+        evs = records.events_frame(pd.concat(events, ignore_index=True).to_dict("records")) if events \
+            else records.events_frame([])
+        merged = records.enrich(merged, evs)
+        outbox = stack("alerts")
+        outbox_frame = pd.concat(outbox, ignore_index=True) if outbox else alerts_mod.alerts_frame([])
+        alert_frame = alerts_mod.merge(outbox_frame, alerts_mod.derive(merged, self.pack))
+        stats = stack("stats")
+        dead = sum(int(p["stats"].attrs.get("deadletter", 0)) for p in parts if "stats" in p)
+        stats_frame = pd.concat(stats, ignore_index=True) if stats else pd.DataFrame()
+        return Snapshot(merged, evs, alert_frame, stats_frame, dead)
+
+    # ------------------------------------------------------------------ the interface the pages use
+    def newest(self) -> float | None:
+        return self.snapshot().newest
+
+    def oldest(self) -> float | None:
+        return self.snapshot().oldest
+
+    def matches(
+        self,
+        query: str | Collection[str] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        job: str | None = None,
+        host: str | None = None,
+        task: str | None = None,
+    ) -> pd.DataFrame:
+        """Match rows (see :data:`dashboards.records.MATCH_COLUMNS`, plus ``r_<name>`` RETURN values) that overlap
+        the time window and concern the job / host / task."""
+        frame = self.snapshot().matches
+        if frame.empty:
+            return frame
+        keep = _between(frame["end"], since, None) & _between(frame["start"], None, until)
+        if query is not None:
+            keep &= frame["query"].isin([query] if isinstance(query, str) else list(query))
+        if job:
+            keep &= frame["job_id"] == job
+        if host:
+            keep &= _has(frame["hosts"], host)
+        if task:
+            keep &= frame["task_id"] == task
+        return frame[keep].reset_index(drop=True)
+
+    def events(
+        self,
+        types: Collection[str] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        job: str | None = None,
+        host: str | None = None,
+        task: str | None = None,
+        ids: Collection[str] | None = None,
+    ) -> pd.DataFrame:
+        """Event rows (``id, type, ts, lo, hi, job_id, task_id, host`` and every other attribute seen)."""
+        frame = self.snapshot().events
+        if frame.empty:
+            return frame
+        keep = _between(frame["ts"], since, until)
+        if types is not None:
+            keep &= frame["type"].isin(list(types))
+        if job:
+            keep &= frame["job_id"] == job
+        if host:
+            keep &= frame["host"] == host
+        if task:
+            keep &= frame["task_id"] == task
+        if ids is not None:
+            keep &= frame["id"].isin([str(i) for i in ids])
+        return frame[keep].reset_index(drop=True)
+
+    def load(self, since: float | None = None, until: float | None = None) -> pd.DataFrame:
+        """Cluster load rounds (LoadStd, Balance, Imbalance events: ``val``, ``mean``, ``threshold``)."""
+        return self.events(LOAD_TYPES, since, until)
+
+    def alerts(
+        self,
+        since: float | None = None,
+        until: float | None = None,
+        job: str | None = None,
+        host: str | None = None,
+        query: str | None = None,
+        acked: bool | None = None,
+    ) -> pd.DataFrame:
+        """Alert rows (:data:`dashboards.alerts.ALERT_COLUMNS` + :data:`ACK_COLUMNS`), oldest first."""
+        frame = self.acks.annotate(self.snapshot().alerts)
+        if frame.empty:
+            return frame
+        keep = _between(frame["ts"], since, until)
+        if job:
+            keep &= frame["job_id"] == job
+        if host:
+            keep &= frame["host"] == host
+        if query:
+            keep &= frame["query"] == query
+        if acked is not None:
+            keep &= frame["acked"] == acked
+        return frame[keep].reset_index(drop=True)
+
+    def acknowledge(self, alert_ids: Collection[str], by: str = "operator", note: str = "") -> int:
+        return self.acks.acknowledge(alert_ids, by, note)
+
+    def query_stats(self, since: float | None = None, until: float | None = None) -> pd.DataFrame:
+        """Per query: the pack's settings, matches and alerts in the window, the match rate, and -- when the service
+        reports them -- the runs alive and the events shed."""
+        snap = self.snapshot()
+        pack = self.pack.frame().rename(columns={"confidence": "threshold"})
+        matches = self.matches(since=since, until=until)
+        counts = matches.groupby("query").agg(matches=("id", "size"), last_match=("end", "max")).reset_index() \
+            if not matches.empty else pd.DataFrame(columns=["query", "matches", "last_match"])
+        table = pack.merge(counts, on="query", how="outer") if not pack.empty else counts
+        alert_counts = self.alerts(since=since, until=until)
+        if not alert_counts.empty:
+            per = alert_counts.groupby("query").agg(alerts=("alert_id", "size"),
+                                                    open_alerts=("acked", lambda s: int((~s).sum())))
+            table = table.merge(per.reset_index(), on="query", how="left")
+        for col in ("matches", "alerts", "open_alerts"):
+            if col not in table.columns:
+                table[col] = 0
+            table[col] = pd.to_numeric(table[col], errors="coerce").fillna(0).astype(int)
+        lo = since if since is not None else snap.oldest
+        hi = until if until is not None else snap.newest
+        minutes = max(((hi or 0) - (lo or 0)) / 60.0, 1.0 / 60.0) if lo is not None and hi is not None else None
+        table["per_minute"] = (table["matches"] / minutes).round(3) if minutes else float("nan")
+        table["runs_alive"] = float("nan")
+        table["shed"] = float("nan")
+        for stats in (snap.stats, self._live_stats()):  # the live service's numbers win
+            if stats.empty or "query" not in stats.columns:
+                continue
+            latest = stats.sort_values("ts", kind="stable") if "ts" in stats.columns else stats
+            latest = latest.groupby("query").last()
+            for src, dst in (("runs", "runs_alive"), ("shed", "shed")):
+                if src in latest.columns:
+                    known = pd.to_numeric(table["query"].map(latest[src]), errors="coerce")
+                    table[dst] = known.where(known.notna(), table[dst])
+        return table.sort_values("query", kind="stable").reset_index(drop=True)
+
+    def _live_stats(self) -> pd.DataFrame:
+        if not self.config.metrics:
+            return pd.DataFrame()
+        from dashboards.backends import metrics
+
+        return metrics.query_frame(metrics.scrape(self.config.metrics))
+
+    def service(self) -> dict[str, float]:
+        """Service-wide numbers of the running ``hcep run`` (events per second, lag, watermark delay), if known."""
+        if not self.config.metrics:
+            return {}
+        from dashboards.backends import metrics
+
+        return metrics.service_totals(metrics.scrape(self.config.metrics))
+
+    def jobs(self) -> list[str]:
+        snap = self.snapshot()
+        values = pd.concat([snap.matches["job_id"], snap.events["job_id"]]).dropna()
+        return sorted({str(v) for v in values if v})
+
+    def hosts(self) -> list[str]:
+        snap = self.snapshot()
+        values = set(snap.events["host"].dropna())
+        for text in snap.matches["hosts"].dropna():
+            values.update(h for h in text.split(",") if h)
+        return sorted(str(v) for v in values if v)
+
+    def history_tables(self) -> list[str]:
+        """Names of the Spark history tables there are (``durations``, ``skew``, ``queued``, ``anomalies``)."""
+        return self._history.names() if self._history is not None else []
+
+    def history(self, name: str, job: str | None = None) -> pd.DataFrame:
+        """One Spark history table (empty when there is none), optionally only the rows of ``job``."""
+        frame = self._history.table(name) if self._history is not None else pd.DataFrame()
+        if job and not frame.empty and "job_id" in frame.columns:
+            frame = frame[frame["job_id"] == job].reset_index(drop=True)
+        return frame
+
+    def describe(self) -> list[str]:
+        return [b.name for b in self.backends] or ["no data source configured"]
+
+    def deadletter(self) -> int:
+        return self.snapshot().deadletter

@@ -1,0 +1,51 @@
+"""Queries: the loaded pack, matches and alerts per query, the match rate, and -- from the service -- the runs alive
+and the events shed."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboards import charts, ui
+
+
+def render(ctx: ui.Context) -> None:
+    st.title("Queries")
+    ui.filters_caption(ctx)
+    data = ctx.data
+    since, until = ctx.span()
+    pack = data.pack
+    st.markdown(f"Pack **{pack.name or '-'}** ({len(pack.queries)} queries) from `{pack.path or 'nowhere'}`.")
+    stats = data.query_stats(since, until)
+    if stats.empty:
+        st.info("No queries loaded and no matches.")
+        return
+    cols = st.columns(4)
+    cols[0].metric("Queries", len(stats))
+    cols[1].metric("Matches", int(stats["matches"].sum()))
+    cols[2].metric("Runs alive", "-" if stats["runs_alive"].isna().all() else int(stats["runs_alive"].sum()))
+    cols[3].metric("Events shed", "-" if stats["shed"].isna().all() else int(stats["shed"].sum()))
+    live = data.service()
+    if live:
+        cols = st.columns(4)
+        cols[0].metric("Events / s", ui.num(live.get("hcep_events_per_second"), "{:.0f}"))
+        cols[1].metric("Consumer lag (messages)", ui.num(live.get("hcep_consumer_lag_messages"), "{:.0f}"))
+        cols[2].metric("Watermark delay (s)", ui.num(live.get("hcep_watermark_delay_seconds")))
+        cols[3].metric("Dead letters", ui.num(live.get("hcep_deadletter_total"), "{:.0f}"))
+    st.altair_chart(charts.query_bars(stats), width="stretch")
+    st.dataframe(ui.with_times(stats, ("last_match",)), hide_index=True, width="stretch", key="queries_table")
+    if stats["runs_alive"].isna().all():
+        st.caption("Runs alive and shed counts come from the streaming service (`hcep run`): give the dashboard its "
+                   "metrics endpoint (--metrics http://127.0.0.1:PORT/metrics).")
+    if data.deadletter():
+        st.caption(f"Dead-lettered events in the store: {data.deadletter()}.")
+    st.subheader("Query text")
+    for q in pack.queries:
+        with st.expander(f"{q.name}: {q.description}"):
+            st.code(q.text.strip(), language="sql")
+            view = ui.VIEW_OF_QUERY.get(q.name)
+            if view:
+                ui.link(ctx, view, f"Open the {view} view", icon=":material/open_in_new:")
+    st.caption("Sources: " + "; ".join(data.describe()))
+
+
+ui.show(render)

@@ -1,0 +1,255 @@
+"""Every view of the dashboard under Streamlit's AppTest, on the fixture data: each shows its planted anomaly, the
+filters and links work, and acknowledging an alert is kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.fixture import IMBALANCE_TASK, SLOW_PULL_TASK, STRAGGLER_JOB, STRAGGLER_MAPPER
+
+APP = Path(__file__).resolve().parents[2] / "dashboards" / "webapp" / "hcep_ops.py"
+VIEWS = ["overview", "jobs", "stragglers", "queuing", "imbalance", "alerts", "queries"]
+
+
+def open_view(view: str, **params: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.query_params.update(params)
+    at.run()
+    if view != "overview":
+        at.switch_page(f"views/{view}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def frame_text(at: AppTest, index: int = 0) -> str:
+    return at.dataframe[index].value.to_string()
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def markdown(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+@pytest.mark.usefixtures("dashboard_env")
+@pytest.mark.parametrize("view", VIEWS)
+def test_every_view_renders_with_a_title(view: str) -> None:
+    at = open_view(view)
+    assert at.title, f"{view}: no title"
+    assert not at.error
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_overview_shows_load_alerts_and_links_to_the_anomalies() -> None:
+    at = open_view("overview")
+    m = metrics(at)
+    assert m["Imbalance rounds"] == "6"
+    assert m["Load std-dev (latest)"] == "0.21"
+    assert int(m["Open alerts"]) > 0
+    assert at.get("vega_lite_chart"), "no load chart"
+    assert any("History (Spark)" in e.label for e in at.expander)
+    links = {link.proto.label: (link.proto.page, link.proto.query_string) for link in at.get("page_link")}
+    assert ("imbalance", f"task={IMBALANCE_TASK}") in links.values()
+    assert ("stragglers", f"task={SLOW_PULL_TASK}") in links.values()
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_jobs_shows_the_skewed_job_and_its_straggling_mapper() -> None:
+    at = open_view("jobs")
+    table = at.dataframe[0].value
+    top = table.iloc[0]
+    assert top["job_id"] == STRAGGLER_JOB
+    assert top["map_max"] == pytest.approx(121.6) and top["map_skew"] == pytest.approx(2.32)
+    assert metrics(at)["Slowest task (Mapper)"] == "121.6 s"
+    assert STRAGGLER_MAPPER in markdown(at)
+    assert STRAGGLER_MAPPER in frame_text(at, 1)
+    history = at.dataframe[2].value  # jobs, tasks, then the history tables
+    mine = history[(history["job_id"] == STRAGGLER_JOB) & (history["kind"] == "Mapper")].iloc[0]
+    assert mine["group_b_mean"] == pytest.approx(121.6) and mine["ratio"] > 4  # the straggler is a group alone
+    assert at.dataframe[3].value["max"].max() == pytest.approx(121.6)
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_stragglers_shows_the_slow_pull_with_task_hosts_and_events() -> None:
+    at = open_view("stragglers", task=SLOW_PULL_TASK)
+    table = at.dataframe[0].value
+    row = table[table["task_id"] == SLOW_PULL_TASK].iloc[0]
+    assert row["slow_pull_s"] == pytest.approx(5.6)
+    assert row["reducer_host"] == "worker-03" and row["source_host"] == "worker-02"
+    assert at.selectbox(key="pick_task").value == SLOW_PULL_TASK
+    assert SLOW_PULL_TASK in at.subheader[0].value
+    assert "**5.6 s**" in markdown(at)
+    events = "\n".join(c.value for c in at.code)
+    assert '"type": "DataPull"' in events and '"period": 5.6' in events
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_queuing_shows_the_queued_map_output_per_job() -> None:
+    at = open_view("queuing")
+    table = at.dataframe[0].value
+    assert table.iloc[0]["job_id"] == STRAGGLER_JOB
+    assert table.iloc[0]["peak_MiB"] == pytest.approx(138.2)
+    assert "job_1700000000000_0002" in set(table["job_id"])
+    assert at.get("vega_lite_chart")
+    assert any(f"queued map output of {STRAGGLER_JOB} (12 points)" in e.label for e in at.expander)
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_imbalance_shows_the_reducer_with_its_confidence() -> None:
+    at = open_view("imbalance")
+    table = at.dataframe[0].value
+    mine = table[table["task_id"] == IMBALANCE_TASK]
+    assert set(mine["query"]) == {"Q5", "Q6"}
+    assert (mine["confidence"] == 1.0).all()
+    assert table.iloc[0]["task_id"] == IMBALANCE_TASK  # flagged by both queries: first
+    assert metrics(at)["Through an imbalance (Q5)"] == "1"
+    assert at.selectbox(key="pick_task").value == IMBALANCE_TASK
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_alerts_lists_the_planted_anomalies() -> None:
+    at = open_view("alerts")
+    table = at.dataframe[0].value
+    warnings = table[table["severity"] == "warning"]
+    assert SLOW_PULL_TASK in set(warnings[warnings["query"] == "Q3"]["task_id"])
+    assert IMBALANCE_TASK in set(warnings[warnings["query"] == "Q5"]["task_id"])
+    assert not table["acked"].any()
+
+
+def test_acknowledging_an_alert_is_kept(dashboard_env: Path) -> None:
+    at = open_view("alerts")
+    q5 = at.dataframe[0].value.query("query == 'Q5'").iloc[0]["alert_id"]
+    at.multiselect(key="ack_pick").set_value([q5]).run()
+    at.text_input(key="ack_by").set_value("alice").run()
+    at.button(key="ack_selected").click().run()
+    assert not at.exception
+    book = json.loads(dashboard_env.read_text())
+    assert book[q5]["by"] == "alice"
+    assert metrics(at)["Acknowledged"] == "1"
+    shown = at.dataframe[0].value
+    assert q5 not in set(shown["alert_id"])  # acknowledged ones are hidden by default
+    at.toggle(key="alert_show_acked").set_value(True).run()
+    shown = at.dataframe[0].value
+    assert shown.set_index("alert_id").loc[q5, "acked_by"] == "alice"
+    at.button(key="ack_all").click().run()
+    assert metrics(at)["Open"] == "0"
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_queries_shows_pack_counts_and_rates() -> None:
+    at = open_view("queries")
+    table = at.dataframe[0].value.set_index("query")
+    assert list(table.index) == ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]
+    assert table.loc["Q3", "matches"] == 4 and table.loc["Q5", "matches"] == 1
+    assert (table["per_minute"] > 0).all()
+    assert table.loc["Q5", "strategy"] == "skip_till_any_match" and table.loc["Q5", "threshold"] == 0.5
+    assert metrics(at)["Runs alive"] == "-"  # no service statistics in a JSONL data dir
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_job_and_host_filters_come_from_the_url() -> None:
+    at = open_view("stragglers", job=STRAGGLER_JOB)
+    assert at.selectbox(key="filter_job").value == STRAGGLER_JOB
+    assert set(at.dataframe[0].value["task_id"]) == {SLOW_PULL_TASK}
+    at = open_view("jobs", host="worker-04")
+    assert set(at.dataframe[0].value["job_id"]) == {STRAGGLER_JOB}  # only job 1 ran a task on worker-04
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_time_window_ends_at_the_newest_data() -> None:
+    at = open_view("stragglers", window="5 min")
+    assert at.info and "No straggling pulls" in at.info[0].value  # the last 5 minutes hold only job jC's end
+    at.selectbox(key="filter_window").set_value("7 d").run()
+    assert SLOW_PULL_TASK in set(at.dataframe[0].value["task_id"])
+    assert at.query_params["window"] == ["7 d"] or at.query_params["window"] == "7 d"
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_views_link_to_each_other_keeping_the_filters() -> None:
+    at = open_view("stragglers", task=SLOW_PULL_TASK, host="worker-03")
+    targets = {(link.proto.page, link.proto.query_string) for link in at.get("page_link")}
+    assert ("imbalance", f"host=worker-03&task={SLOW_PULL_TASK}") in targets
+    assert ("jobs", f"host=worker-03&job_detail={STRAGGLER_JOB}") in targets
+
+
+def test_auto_refresh_runs_the_view_in_a_fragment(dashboard_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HCEP_DASHBOARD_REFRESH", "5")
+    at = open_view("imbalance")
+    assert at.toggle(key="auto_refresh").value is True
+    assert IMBALANCE_TASK in frame_text(at)
+
+
+def test_an_empty_data_dir_shows_hints_not_errors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HCEP_DASHBOARD_DATA", str(tmp_path))
+    monkeypatch.setenv("HCEP_DASHBOARD_REFRESH", "0")
+    monkeypatch.delenv("HCEP_DASHBOARD_ACKS", raising=False)
+    for view in VIEWS:
+        at = open_view(view)
+        assert not at.error, view
+
+
+def test_queries_view_shows_the_live_service_numbers(dashboard_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    service_metrics = pytest.importorskip("app.metrics")
+    registry = service_metrics.Registry()
+    registry.set("hcep_runs_alive", 5, {"query": "Q3"})
+    registry.set("hcep_runs_alive", 2, {"query": "Q6"})
+    registry.set("hcep_events_per_second", 120.0)
+    server = service_metrics.MetricsServer(registry, 0).start()
+    try:
+        monkeypatch.setenv("HCEP_DASHBOARD_METRICS", f"http://127.0.0.1:{server.port}/metrics")
+        at = open_view("queries")
+    finally:
+        server.stop()
+    table = at.dataframe[0].value.set_index("query")
+    assert table.loc["Q3", "runs_alive"] == 5 and table.loc["Q6", "runs_alive"] == 2
+    m = metrics(at)
+    assert m["Runs alive"] == "7" and m["Events / s"] == "120"
+
+
+def test_a_simulated_cluster_shows_its_slow_pull_with_the_log_lines(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    """End to end on genuine artifacts: ``hcep simulate`` -> ``hcep collect`` -> ``hcep match`` -> the stragglers view
+    names the ground truth's slow pull and quotes the reducer's fetcher log lines."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("app.commands.simulate") is None:
+        pytest.skip("hcep simulate is not built")
+    root = APP.parents[2]
+
+    def hcep(*args: str) -> None:
+        done = subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=root, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+
+    sim, data = tmp_path / "sim", tmp_path / "data"
+    data.mkdir()
+    hcep("simulate", "--nodes", "4", "--hours", "0.3", "--seed", "3", "--out", str(sim))
+    hcep("collect", "hadoop", str(sim / "hadoop"), "--out", str(data / "hadoop.jsonl"), "--no-progress")
+    truth = json.loads((sim / "ground_truth.json").read_text())["anomalies"]["slow_pull"][0]
+    events = [json.loads(line) for line in (data / "hadoop.jsonl").read_text().splitlines() if line.strip()]
+    merged = tmp_path / "events.jsonl"
+    merged.write_text("".join(json.dumps(e) + "\n" for e in sorted(events, key=lambda e: e["ts"])))
+    out = subprocess.run([sys.executable, "-m", "app.cli", "match", str(merged), "--pack",
+                          str(root / "queries" / "hadoop.yaml"), "--query", "Q3"], cwd=root, capture_output=True,
+                         text=True, timeout=300).stdout
+    (data / "matches.jsonl").write_text(out)
+
+    monkeypatch.setenv("HCEP_DASHBOARD_DATA", str(data))
+    monkeypatch.setenv("HCEP_DASHBOARD_LOGS", str(sim))
+    monkeypatch.setenv("HCEP_DASHBOARD_REFRESH", "0")
+    monkeypatch.setenv("HCEP_DASHBOARD_ACKS", str(tmp_path / "acks.json"))
+    at = open_view("stragglers", task=truth["task_id"])
+    row = at.dataframe[0].value.set_index("task_id").loc[truth["task_id"]]
+    assert row["slow_pull_s"] == pytest.approx(truth["period"], abs=0.01)
+    assert row["map_task"] == truth["map_task"] and row["source_host"] == truth["host"]  # where it pulled from
+    logs = next(e for e in at.expander if e.label.startswith("Hadoop log lines"))
+    text = "\n".join(c.value for c in logs.code)
+    assert f"about to shuffle output of map {truth['map_attempt']}" in text

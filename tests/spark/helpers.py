@@ -1,0 +1,37 @@
+"""Comparing batch and streaming records (SPEC section 5)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+
+def signature(record: dict[str, Any]) -> tuple[str, str]:
+    return record["query"], json.dumps(record["match"], sort_keys=True)
+
+
+def assert_same_records(batch: Iterable[dict[str, Any]], streaming: Iterable[dict[str, Any]]) -> None:
+    """The same signatures, each with the same confidence (1e-9), start, end and RETURN values; no duplicates."""
+    batch, streaming = list(batch), list(streaming)
+    got = {signature(r): r for r in batch}
+    want = {signature(r): r for r in streaming}
+    assert len(got) == len(batch), "duplicate signatures in the batch output"
+    assert got.keys() == want.keys(), (sorted(got.keys() - want.keys())[:5], sorted(want.keys() - got.keys())[:5])
+    for key, ref in want.items():
+        rec = got[key]
+        assert rec["confidence"] == pytest.approx(ref["confidence"], abs=1e-9), key
+        assert (rec["start"], rec["end"]) == (ref["start"], ref["end"]), key
+        assert rec["return"] == ref["return"], key
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[dict[str, Any]], str]:
+    """``hcep ARGV`` in this process: exit status, stdout records, stderr."""
+    from app.cli import main
+
+    code = main(argv)
+    captured = capsys.readouterr()
+    records = [json.loads(line) for line in captured.out.splitlines() if line.strip()]
+    return code, records, captured.err
