@@ -7,11 +7,11 @@ Start-up must stay cheap (``hcep --help`` well under a second): this module impo
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
 from app import __version__
 from app.commands import CommandError
+from app.commands.argtypes import positive_seconds
 
 #: Kept equal to ``engine.language.ast.STRATEGIES`` / ``OUTPUT_MODES`` (tests check it); listed here so that parsing
 #: the command line does not import the engine.
@@ -41,16 +41,6 @@ def _probability(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
-    return value
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
     return value
 
 
@@ -84,7 +74,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     match.add_argument("--output", choices=OUTPUT_MODES, help="output mode (overrides the pack's; default all)")
     match.add_argument(
-        "--tick", type=_positive_seconds, metavar="SECONDS", help="time granularity (overrides the pack's; default 0.1)"
+        "--tick", type=positive_seconds, metavar="SECONDS", help="time granularity (overrides the pack's; default 0.1)"
     )
     match.set_defaults(func=_run_match)
 

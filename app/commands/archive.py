@@ -21,12 +21,12 @@ from app.commands import CommandError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from app.cli import _positive_seconds
+    from app.commands.argtypes import positive_seconds
 
     parser.add_argument("inputs", nargs="*", metavar="FILE", help="JSON lines of events or match records ('-': stdin)")
     parser.add_argument("--to", required=True, metavar="DIR", help="the archive root (created if missing)")
     parser.add_argument("--pack", metavar="FILE", help="also match the events with this pack and archive the records")
-    parser.add_argument("--tick", type=_positive_seconds, metavar="SECONDS", help="time granularity (pack's, or 0.1)")
+    parser.add_argument("--tick", type=positive_seconds, metavar="SECONDS", help="time granularity (pack's, or 0.1)")
     kafka = parser.add_argument_group("Kafka (through Spark)")
     kafka.add_argument("--kafka", metavar="HOST:PORT", help="read a topic from this broker instead of files")
     kafka.add_argument("--topic", metavar="T", help="topic of events")

@@ -21,7 +21,8 @@ KINDS = ("auto", "jsonl", "parquet", "raw")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from app.cli import OUTPUT_MODES, STRATEGIES, _positive_seconds, _probability
+    from app.cli import OUTPUT_MODES, STRATEGIES, _probability
+    from app.commands.argtypes import positive_seconds
 
     parser.add_argument("inputs", nargs="+", metavar="INPUT",
                         help="JSON-lines files or directories, an archive directory, or raw Hadoop/Ganglia logs")
@@ -35,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategy", choices=STRATEGIES, help="event selection strategy (overrides the pack's)")
     parser.add_argument("--confidence", type=_probability, metavar="C", help="confidence threshold (overrides)")
     parser.add_argument("--output", choices=OUTPUT_MODES, help="output mode (overrides the pack's)")
-    parser.add_argument("--tick", type=_positive_seconds, metavar="SECONDS", help="time granularity (overrides)")
+    parser.add_argument("--tick", type=positive_seconds, metavar="SECONDS", help="time granularity (overrides)")
     parser.add_argument("--explain", action="store_true", help="print how the stream is cut on stderr")
     progress = parser.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show it")

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import IO, Any
 
 from app.cli import CommandError
+from app.commands.argtypes import finite, positive
 
 EXIT_OK, EXIT_POLL_FAILED = 0, 1
 
@@ -58,45 +59,25 @@ def _time_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
-
-
-def _finite(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be finite, got {text}")
-    return value
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``collect ganglia`` options to ``parser``."""
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--gmond", metavar="HOST:PORT", help="poll this gmond (8649) or gmetad XML port (8651)")
     source.add_argument("--rrd", metavar="DIR", help="read gmetad's RRD files under DIR (its rrd_rootdir)")
-    parser.add_argument("--interval", type=_positive, default=15.0, metavar="S", help="seconds between polls (15)")
+    parser.add_argument("--interval", type=positive, default=15.0, metavar="S", help="seconds between polls (15)")
     parser.add_argument("--once", action="store_true", help="poll once and exit")
     parser.add_argument("--rounds", type=int, default=0, metavar="N", help="stop after N polls (0: run until Ctrl-C)")
-    parser.add_argument("--timeout", type=_positive, default=5.0, metavar="S", help="connect/read timeout (5)")
+    parser.add_argument("--timeout", type=positive, default=5.0, metavar="S", help="connect/read timeout (5)")
     parser.add_argument("--since", type=_time_arg, metavar="T", help="--rrd: from T (epoch, 2h, ISO; default 1h)")
     parser.add_argument("--until", type=_time_arg, metavar="T", help="--rrd: up to T (default now)")
     parser.add_argument("--out", default="-", metavar="FILE", help="events as JSON lines to FILE, '-' = stdout")
     parser.add_argument(
-        "--threshold", type=_finite, default=1.0, metavar="X", help="load std-dev above X is Imbalance (1.0)"
+        "--threshold", type=finite, default=1.0, metavar="X", help="load std-dev above X is Imbalance (1.0)"
     )
     parser.add_argument("--cluster", metavar="NAME", help="only this cluster (also the name of unclustered hosts)")
     parser.add_argument("--metrics", metavar="A,B", help="Metric events only for these metrics (default: all)")
     parser.add_argument("--no-metrics", action="store_true", help="no raw Metric events, only LoadStd/Balance")
-    parser.add_argument("--delta", type=_finite, default=7.5, metavar="S", help="events' delta in seconds (7.5)")
+    parser.add_argument("--delta", type=finite, default=7.5, metavar="S", help="events' delta in seconds (7.5)")
     parser.add_argument("--deadletter", metavar="FILE", help="append rejected documents here (JSON lines)")
 
 

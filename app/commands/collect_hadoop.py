@@ -9,7 +9,6 @@ without loss or repetition.  A summary line (files, lines, events, dead-lettered
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -17,16 +16,7 @@ import time
 from typing import IO, Any
 
 from app.cli import CommandError
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a non-negative number of seconds, got {text}")
-    return value
+from app.commands.argtypes import non_negative
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", metavar="FILE", help="with --follow: read positions, committed after each batch")
     parser.add_argument("--deadletter", metavar="FILE", help="append malformed input here (JSON lines)")
     parser.add_argument("--tz", default="UTC", metavar="ZONE", help="time zone of the log timestamps (default UTC)")
-    parser.add_argument("--delta", type=_seconds, default=0.5, metavar="S", help="uncertainty half-width (0.5 s)")
-    parser.add_argument("--poll", type=_seconds, default=1.0, metavar="S", help="with --follow: poll interval")
+    parser.add_argument("--delta", type=non_negative, default=0.5, metavar="S", help="uncertainty half-width (0.5 s)")
+    parser.add_argument("--poll", type=non_negative, default=1.0, metavar="S", help="with --follow: poll interval")
     progress = parser.add_mutually_exclusive_group()
     progress.add_argument(
         "--progress", dest="progress", action="store_true", default=None, help="always show a progress bar"

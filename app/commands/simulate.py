@@ -8,49 +8,19 @@ and DIR/jobs.jsonl (every job and task attempt).  The same seed gives the same f
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import shutil
 import sys
 
 from app.cli import CommandError
+from app.commands.argtypes import non_negative, positive, positive_int
 
 _OURS = ("hadoop", "ganglia", "ground_truth.json", "jobs.jsonl")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be zero or more, got {text}")
-    return value
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nodes", type=_positive_int, default=20, metavar="N", help="cluster size (default 20)")
-    parser.add_argument("--hours", type=_positive, default=1.0, metavar="H", help="hours of job arrivals (default 1)")
+    parser.add_argument("--nodes", type=positive_int, default=20, metavar="N", help="cluster size (default 20)")
+    parser.add_argument("--hours", type=positive, default=1.0, metavar="H", help="hours of job arrivals (default 1)")
     parser.add_argument("--seed", type=int, default=1, metavar="S", help="random seed (default 1)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
     parser.add_argument("--start", type=float, default=1_700_000_000.0, metavar="EPOCH",
@@ -59,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ganglia", nargs="+", default=["rrd"], metavar="MODE",
                         help="rrd (default) | gmond HOST:PORT | none; ganglia/samples.jsonl is always written")
     parser.add_argument("--cluster", default="hadoop", help="Ganglia cluster name (default hadoop)")
-    parser.add_argument("--anomalies-per-hour", type=_non_negative, default=4.0, metavar="X",
+    parser.add_argument("--anomalies-per-hour", type=non_negative, default=4.0, metavar="X",
                         help="planted anomalies of each kind per simulated hour (default 4; at least 1 unless 0)")
     parser.add_argument("--log-format", choices=("hadoop2", "hadoop3"), default="hadoop2",
                         help="reduce-log INFO lines of Hadoop 2.x (default) or 3.x (fewer fetcher lines)")

@@ -276,7 +276,7 @@ def match_frame(
         part = family_rows(spark, parsed, fam, stats)
         rows = part if rows is None else rows.unionByName(part)
     assert rows is not None
-    nparts = partitions or max(int(spark.conf.get("spark.sql.shuffle.partitions")), stats.events // 200_000, 1)
+    nparts = partitions or _match_partitions(spark, stats.events)
     token = uuid.uuid4().hex
     members = {fam.fid: (fam.keyed, fam.keyless, fam.queries, fam.margins) for fam in families}
     widest = stats.widest
@@ -290,6 +290,14 @@ def match_frame(
         .mapInPandas(body, RECORD_SCHEMA)
     )
     return BatchResult(matched, families, stats, plans, parsed)
+
+
+def _match_partitions(spark: SparkSession, events: int) -> int:
+    """About 100,000 events per task, at least the shuffle partitions, and a multiple of the cores so that the last
+    round of tasks keeps every core busy."""
+    cores = max(spark.sparkContext.defaultParallelism, 1)
+    wanted = max(int(spark.conf.get("spark.sql.shuffle.partitions")), events // 100_000, 1)
+    return -(-wanted // cores) * cores
 
 
 def run_batch(

@@ -1,0 +1,34 @@
+"""argparse value types shared by the subcommands: one clear one-line error per bad number."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+
+def number(*, above: float | None = None, at_least: float | None = None, integer: bool = False,
+           what: str = "") -> Callable[[str], float]:
+    """A parser for a finite number (an int when ``integer``), optionally ``> above`` or ``>= at_least``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {'an integer' if integer else 'a number'}: {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be finite, got {text}")
+        if above is not None and not value > above:
+            raise argparse.ArgumentTypeError(f"must be > {above:g}{what}, got {text}")
+        if at_least is not None and not value >= at_least:
+            raise argparse.ArgumentTypeError(f"must be >= {at_least:g}{what}, got {text}")
+        return value
+
+    return parse
+
+
+finite = number()
+positive = number(above=0)
+positive_seconds = number(above=0, what=" seconds")
+non_negative = number(at_least=0)
+positive_int = number(at_least=1, integer=True)
