@@ -11,23 +11,13 @@ read from a stream.  Exit 0, or 2 with a one-line reason on bad input (as ``hcep
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
 from app.commands import CommandError
+from app.commands.argtypes import positive_seconds
 
 STRATEGIES = ("skip_till_any_match", "skip_till_next_match", "partition_contiguity", "strict_contiguity")
 OUTPUT_MODES = ("all", "distinct", "collapsed")
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +31,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--query", metavar="NAME", help="with --pack: only this query (default: all of them)")
     parser.add_argument("--strategy", choices=STRATEGIES, help="event selection strategy (overrides the pack's)")
     parser.add_argument("--output", choices=OUTPUT_MODES, help="output mode (overrides the pack's)")
-    parser.add_argument("--tick", type=_positive_seconds, metavar="SECONDS",
+    parser.add_argument("--tick", type=positive_seconds, metavar="SECONDS",
                         help="time granularity (overrides the pack's; default 0.1)")
 
 

@@ -21,12 +21,12 @@ def _names(text: str) -> list[str]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from app.cli import _positive_seconds
+    from app.commands.argtypes import positive_seconds
 
     parser.add_argument("archive", metavar="ARCHIVE", help="archive root (written by hcep archive / hcep batch --out)")
     parser.add_argument("--out", required=True, metavar="DIR", help="where the tables go (DIR/<table>/, replaced)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default local[N])")
-    parser.add_argument("--bucket", type=_positive_seconds, default=300.0, metavar="SECONDS",
+    parser.add_argument("--bucket", type=positive_seconds, default=300.0, metavar="SECONDS",
                         help="time bucket of the anomaly counts (300)")
     parser.add_argument("--pack", metavar="FILE", help="match the archived events with this pack for the anomalies")
     parser.add_argument("--straggler-queries", type=_names, default=["Q3"], metavar="A,B",
