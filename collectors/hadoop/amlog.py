@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from collectors.hadoop import events as E
-from collectors.hadoop.common import Context, LineParser, read_lines, run_lines
-from collectors.hadoop.log4j import Clock, HeaderError, parse_header
+from collectors.hadoop.common import Context, read_lines, run_lines
+from collectors.hadoop.log4j import Log4jParser
 
 _JOB_TRANS = re.compile(r"^(job_\w+?)Job Transitioned from (\w+) to (\w+)$")
 _ATTEMPT_TRANS = re.compile(r"^(attempt_\w+) TaskAttempt Transitioned from (\w+) to (\w+)$")
@@ -64,18 +64,16 @@ class _Job:
     ended: bool = False
 
 
-class AmLogParser(LineParser):
+class AmLogParser(Log4jParser):
     """One MRAppMaster syslog file (one job)."""
 
     kind = "am"
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
-        self.clock = Clock(ctx.tz)
         self.jobs: dict[str, _Job] = {}
         self.attempts: dict[str, _Attempt] = {}
         self.redundant: set[str] = set()
-        self.seen_header = False
         self._queue: str | None = None
         self._user: str | None = None
 
@@ -87,16 +85,9 @@ class AmLogParser(LineParser):
         return job
 
     def _feed(self, line: str, lineno: int) -> list[E.Event]:
-        try:
-            rec = parse_header(line, self.clock)
-        except HeaderError as err:
-            return self.bad(lineno, str(err), line)
+        rec = self.record(line, lineno)
         if rec is None:
-            if not line.strip() or self.seen_header:
-                self.continued()
-                return []
-            return self.bad(lineno, "text before the first log record", line)
-        self.seen_header = True
+            return []
         msg = rec.msg
         if "Transitioned" in msg:
             if " TaskAttempt Transitioned" in msg:

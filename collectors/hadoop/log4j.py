@@ -15,6 +15,8 @@ import re
 from datetime import datetime, tzinfo
 from typing import NamedTuple
 
+from collectors.hadoop.common import Context, LineParser
+
 _LEVELS = "TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL"
 _TAIL = r"(?:\[(?P<thread>[^\]]*)\] +)?(?P<cls>[\w.$-]+)(?: \(\S*\))? ?[:-](?: (?P<msg>.*))?$"
 _ISO_RE = re.compile(
@@ -70,3 +72,28 @@ def parse_header(line: str, clock: Clock) -> Record | None:
             return None
         ts = clock.epoch(m.group("ts"), "%y/%m/%d %H:%M:%S")
     return Record(ts, m.group("level"), m.group("thread") or "", m.group("cls"), m.group("msg") or "")
+
+
+class Log4jParser(LineParser):
+    """A line parser over log4j output: records start with a header line; other lines continue the record before."""
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.clock = Clock(ctx.tz)
+        self.seen_header = False
+
+    def record(self, line: str, lineno: int) -> Record | None:
+        """The line's record, or ``None`` after classifying a continuation or dead-lettering a bad header."""
+        try:
+            rec = parse_header(line, self.clock)
+        except HeaderError as err:
+            self.bad(lineno, str(err), line)
+            return None
+        if rec is None:
+            if not line.strip() or self.seen_header:
+                self.continued()
+            else:
+                self.bad(lineno, "text before the first log record", line)
+            return None
+        self.seen_header = True
+        return rec

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qs
 
 from collectors.hadoop import events as E
-from collectors.hadoop.common import Context, LineParser, read_lines, run_lines
-from collectors.hadoop.log4j import Clock, HeaderError, parse_header
+from collectors.hadoop.common import Context, read_lines, run_lines
+from collectors.hadoop.log4j import Log4jParser
 
 _FETCHER = r"((?:local)?fetcher#\d+)"
 _ABOUT = re.compile(
@@ -59,15 +59,13 @@ class _Fetcher:
     done: list[_Pull] = field(default_factory=list)
 
 
-class ReduceLogParser(LineParser):
+class ReduceLogParser(Log4jParser):
     """One reduce attempt's syslog."""
 
     kind = "reduce"
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
-        self.clock = Clock(ctx.tz)
-        self.seen_header = False
         self.reducer_attempt = ""
         self.reducer_task = ""
         self.fetchers: dict[str, _Fetcher] = {}
@@ -87,16 +85,9 @@ class ReduceLogParser(LineParser):
 
     # ------------------------------------------------------------------------------------------------------------
     def _feed(self, line: str, lineno: int) -> list[E.Event]:
-        try:
-            rec = parse_header(line, self.clock)
-        except HeaderError as err:
-            return self.bad(lineno, str(err), line)
+        rec = self.record(line, lineno)
         if rec is None:
-            if not line.strip() or self.seen_header:
-                self.continued()
-                return []
-            return self.bad(lineno, "text before the first log record", line)
-        self.seen_header = True
+            return []
         msg = rec.msg
         if "about to shuffle output of map" in msg:
             return self._about(rec.ts, msg, line, lineno)
