@@ -43,6 +43,10 @@ its previous owner had already reported (not the case in the Hadoop pack, whose 
 singleton).  Across hosts (separate stores) a rebalance hands over the offsets through Kafka's commit metadata, and
 records the previous owner committed may be alerted again (at least once).
 
+**Load shedding** (a pack's ``settings.shedding``, :mod:`app.pack_runner`) is the one deliberate exception to "no
+lost alerts": past the latency bound, partial matches are dropped.  Replays never shed, so a rebuilt engine may hold a
+run the killed process had shed and report its (true) match.  ``hcep run --no-shedding`` catches up without loss.
+
 Cost: a restart replays about ``2 W + 4 U`` of event time; queries with a one-day window make that a day of events.
 """
 

@@ -28,9 +28,14 @@ HELP = {
     "hcep_deadletter_total": ("counter", "events dead-lettered, by reason"),
     "hcep_late_events_total": ("counter", "events that arrived behind the watermark (a subset of dead letters)"),
     "hcep_checkpoints_total": ("counter", "checkpoints committed"),
+    "hcep_store_events_dropped_total": ("counter", "events not kept in the store's events table (per-checkpoint cap)"),
     "hcep_checkpoint_duration_seconds": ("gauge", "duration of the last checkpoint"),
     "hcep_assigned_partitions": ("gauge", "partitions this process reads"),
     "hcep_replaying": ("gauge", "1 while a restart rebuilds the engine state from the checkpoint"),
+    "hcep_shed_runs_total": ("counter", "partial matches dropped by load shedding (pSPICE), per query"),
+    "hcep_shed_events_total": ("counter", "input events dropped by load shedding (random_events policy only)"),
+    "hcep_shed_latency_estimate_seconds": ("gauge", "the shedder's estimate of the latest event's latency"),
+    "hcep_shed_latency_bound_seconds": ("gauge", "the pack's latency bound (settings.shedding.latency_bound_ms)"),
 }
 
 

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.alerts import AlertSender, Webhook, alert_object
-from app.checkpoint import horizon, offset_metadata, parse_offset_metadata, record_id
+from app.checkpoint import offset_metadata, parse_offset_metadata, record_id
 from app.metrics import MetricsServer, Registry
+from app.pack_runner import PackRunner
 from app.store import Batch, CheckpointRow, OffsetRow, Store, store_path
 from app.watermark import INF, NEG_INF, Watermark
 
@@ -35,6 +36,10 @@ Tp = tuple[str, int]
 #: Events per loop turn (poll, merge, engine, maybe a checkpoint); the records per poll follow the observed number of
 #: events per message (packed messages carry several).
 POLL_EVENTS = 2000
+#: Seconds between the ``query_stats`` rows (runs alive, partial matches shed per query) written for the dashboard.
+STATS_EVERY = 5.0
+#: At most this many events go to the store's ``events`` table per checkpoint (the rest are counted, not stored).
+STORE_EVENTS_PER_CHECKPOINT = 5000
 
 
 @dataclass
@@ -62,6 +67,14 @@ class ServiceConfig:
     alert_orphan_after: float = 30.0  # adopt undelivered alerts of a process silent this long (shared store)
     drain_timeout: float = 5.0  # at a clean stop, how long to keep delivering committed alerts
     max_seconds: float | None = None
+    shedding: bool = True  # apply the pack's settings.shedding (pSPICE); False: never shed
+    # Events kept in the store's ``events`` table for the dashboard: these types, plus ``Metric`` samples of
+    # ``store_metric`` at most one per host every ``store_metric_every`` seconds of event time (None: none).
+    store_event_types: tuple[str, ...] = ("LoadStd", "Balance", "Imbalance")
+    store_metric: str | None = "load_one"
+    store_metric_every: float = 60.0
+    store_events_keep: float = 86400.0  # seconds of event time kept
+    store_events_max: int = 200_000  # rows kept
 
 
 # ------------------------------------------------------------------------------------------------------ events
@@ -86,52 +99,6 @@ def make_event_parser(tick: float) -> Callable[[Any], Any]:
     return parse
 
 
-# ------------------------------------------------------------------------------------------------------ the engine
-class PackRunner:
-    """All enabled queries of a pack, fed one event at a time; knows each query's output mode and alert."""
-
-    def __init__(self, pack: Any, umax: int) -> None:
-        from engine.plan.compiler import compile_query
-        from engine.runtime.matcher import make_matcher
-
-        self.pack = pack
-        self.tick = float(pack.tick)
-        self.umax = umax
-        self.specs = [q for q in pack.queries if q.enabled]
-        self.cqs = [compile_query(q.query, name=q.name, strategy=q.strategy, output=q.output,
-                                  confidence=q.confidence, tick=self.tick) for q in self.specs]
-        self.matchers = [make_matcher(cq, umax) for cq in self.cqs]
-        self.pairs = list(zip(self.specs, self.matchers, strict=True))
-        self.windows = [cq.window for cq in self.cqs]
-        # Under the skipping strategies an event of a type no query names changes nothing: do not feed it.
-        contiguous = any(cq.strategy in ("strict_contiguity", "partition_contiguity") for cq in self.cqs)
-        self.types: frozenset[str] | None = None
-        if not contiguous:
-            types: set[str] = set()
-            for cq in self.cqs:
-                types |= set(cq.relevant_types)
-                types |= {n.type for n in cq.negations}
-            self.types = frozenset(types)
-
-    def feed(self, ev: Any) -> list[tuple[Any, dict]]:
-        out: list[tuple[Any, dict]] = []
-        for spec, m in self.pairs:
-            recs = m.feed(ev)
-            if recs:
-                out.extend((spec, r) for r in recs)
-        return out
-
-    def horizon(self, last_t: float) -> float:
-        return horizon(last_t, self.windows, self.umax, self.matchers, self.tick)
-
-    def runs_alive(self) -> dict[str, int]:
-        return {spec.name: m.runs_alive() for spec, m in self.pairs}
-
-    def unpartitioned(self, attrs: frozenset[str] = frozenset({"job_id", "task_id", "attempt_id"})) -> list[str]:
-        """Queries that would miss matches when the group splits the jobs over several processes."""
-        return [cq.name for cq in self.cqs if not (set(cq.equivalence) & attrs)]
-
-
 # ------------------------------------------------------------------------------------------------------ the service
 class _Stop:
     requested = False
@@ -150,6 +117,11 @@ class Service:
         self.scope_group = f"group:{cfg.group}"
         self.scope_instance = f"instance:{cfg.group}/{cfg.instance}"
         self.store = Store(store_path(cfg.data_dir))
+        self.store.events_keep_seconds = cfg.store_events_keep
+        self.store.events_max_rows = cfg.store_events_max
+        kept = set(cfg.store_event_types) | ({"Metric"} if cfg.store_metric else set())
+        self.store_types: frozenset[str] | None = frozenset(kept) if kept else None
+        self._metric_last: dict[Any, float] = {}  # host -> event time of its last stored load sample
         self.metrics = Registry()
         self.parse = make_event_parser(self.tick)
         self.deadletter_path = f"{cfg.data_dir}/deadletter.jsonl"
@@ -167,11 +139,16 @@ class Service:
         self._watchdog_at = time.monotonic()
         self._empty_since: float | None = None
         self._rejoined_at = -math.inf
+        self._shed_base: dict[str, tuple[int, int]] = {}  # shed counts of earlier epochs' runners
+        self._shed_seen: dict[str, tuple[int, int]] = {}
+        self._stats_at = -math.inf
         self._reset_epoch_state()
 
     def _reset_epoch_state(self) -> None:
-        self.runner = PackRunner(self.pack, self.umax)
+        self.runner = PackRunner(self.pack, self.umax, shedding=self.cfg.shedding)
         self.wm = Watermark(self.bound, self.cfg.idle_timeout)
+        # id(event) -> when it could first be processed (see app.pack_runner), kept only while shedding is on
+        self.arrivals: dict[int, float] | None = {} if self.runner.shedder is not None else None
         self.assignment: set[Tp] = set()
         self.position: dict[Tp, int] = {}
         self.replayed_until: dict[Tp, int] = {}  # P: offsets below were read before the checkpoint
@@ -184,6 +161,7 @@ class Service:
         self.pending_matches: list[tuple] = []
         self.pending_alerts: list[tuple] = []
         self.pending_dead: list[tuple] = []
+        self.pending_events: list[tuple] = []
         self.dead_lines: list[str] = []
         self.first_alert_at: float | None = None
         self.dirty = False
@@ -360,6 +338,8 @@ class Service:
                         and self.exact_until is None and self._caught_up_all()):
                     break
             if self.epoch_active:
+                self._stats_at = -math.inf  # the last statistics row, whatever its period
+                self._gauges()
                 self.checkpoint(force=True)
             return 0
         finally:
@@ -437,6 +417,9 @@ class Service:
         floor = tuple(exact) if exact is not None else None
         new_events = 0
         loads = json.loads
+        arrivals = self.arrivals
+        hold = self.bound * self.tick  # the watermark's deliberate delay, in seconds
+        store_types = self.store_types
         for rec in records:
             tp = (rec.topic, rec.partition)
             if tp not in self.assignment:
@@ -467,14 +450,37 @@ class Service:
                 if ev.thi - ev.tlo > umax:
                     self._dead(tp, offset, idx, "too_wide", obj, replayed)
                     continue
-                reason = wm.offer(tp, offset, idx, ev, now, keep=types is None or ev.type in types,
-                                  floor=None if replayed else floor)
+                keep = types is None or ev.type in types
+                reason = wm.offer(tp, offset, idx, ev, now, keep=keep, floor=None if replayed else floor)
                 if reason is not None:
                     self._dead(tp, offset, idx, reason, obj, replayed)
+                else:
+                    if arrivals is not None and keep and not replayed:
+                        arrivals[id(ev)] = rec.timestamp / 1000.0 + hold
+                    if store_types is not None and ev.type in store_types and not replayed:
+                        self._keep_event(ev, obj, line)
         if new_events:
             self.metrics.inc("hcep_events_total", new_events)
             self._per_message = 0.8 * self._per_message + 0.2 * max(1.0, new_events / len(records))
         return len(records)
+
+    def _keep_event(self, ev: Any, obj: dict, line: bytes) -> None:
+        """Queue an event for the store's ``events`` table (committed with the next checkpoint)."""
+        cfg = self.cfg
+        if ev.type == "Metric" and ev.type not in cfg.store_event_types:
+            if obj.get("metric") != cfg.store_metric:
+                return
+            host = obj.get("host")
+            last = self._metric_last.get(host)
+            if last is not None and last <= ev.ts < last + cfg.store_metric_every:
+                return  # downsampled
+            self._metric_last[host] = ev.ts
+        if len(self.pending_events) >= STORE_EVENTS_PER_CHECKPOINT:
+            self.metrics.inc("hcep_store_events_dropped_total")
+            return
+        host = obj.get("host")
+        self.pending_events.append((ev.id, ev.type, ev.ts, None if host is None else str(host),
+                                    line.decode("utf-8", "replace"), cfg.instance))
 
     def _dead(self, tp: Tp, offset: int, idx: int, reason: str, obj: Any, replayed: bool) -> None:
         if replayed:
@@ -528,7 +534,8 @@ class Service:
         self.seq += 1
         ev.seq = self.seq
         self.last_t = ev.t
-        out = self.runner.feed(ev)
+        arrivals = self.arrivals
+        out = self.runner.feed(ev, None if arrivals is None else arrivals.pop(id(ev), None))
         if discard or not out:
             return
         now = time.time()
@@ -587,7 +594,7 @@ class Service:
         released = list(self.fed_key) if self.fed_key is not None else None
         batch = Batch(self.pending_matches, self.pending_alerts, self.pending_dead, rows,
                       CheckpointRow(self.scope_instance, self.ckpt_seq, released, h,
-                                    [list(tp) for tp in sorted(self.assignment)]))
+                                    [list(tp) for tp in sorted(self.assignment)]), self.pending_events)
         new_alerts = self.store.commit(batch)
         if self.dead_lines:
             with open(self.deadletter_path, "a", encoding="utf-8") as f:
@@ -601,6 +608,7 @@ class Service:
         if self.pending_matches and self.publisher is not None:
             self.publisher.wake.set()
         self.pending_matches, self.pending_alerts, self.pending_dead, self.dead_lines = [], [], [], []
+        self.pending_events = []
         self.first_alert_at = None
         self.dirty = False
         self._last_positions = dict(self.position)
@@ -632,8 +640,40 @@ class Service:
                 m.set("hcep_watermark_delay_seconds", max(0.0, (newest - wmv) * self.tick))
         m.set("hcep_buffered_events", self.wm.pending())
         if self.runner is not None:
-            for name, n in self.runner.runs_alive().items():
+            alive = self.runner.runs_alive()
+            for name, n in alive.items():
                 m.set("hcep_runs_alive", n, {"query": name})
+            self._shed_metrics(alive)
+
+    def _shed_metrics(self, alive: dict[str, int]) -> None:
+        """Shed counters (cumulative over the process's epochs) and, for the dashboard, one ``query_stats`` row per
+        query: runs alive and partial matches shed."""
+        runner = self.runner
+        if runner is None:
+            return
+        counts = runner.shed_counts() or {name: (0, 0) for name in alive}
+        m = self.metrics
+        base = self._shed_base
+        rows = []
+        now = time.time()
+        for name, (runs, events) in counts.items():
+            prev_runs, prev_events = self._shed_seen.get(name, (0, 0))
+            if runs < prev_runs or events < prev_events:  # a new epoch's runner: its counts restart at 0
+                b = base.get(name, (0, 0))
+                base[name] = (b[0] + prev_runs, b[1] + prev_events)
+            self._shed_seen[name] = (runs, events)
+            b = base.get(name, (0, 0))
+            if runner.shedder is not None:
+                m.set("hcep_shed_runs_total", b[0] + runs, {"query": name})
+                m.set("hcep_shed_events_total", b[1] + events, {"query": name})
+            rows.append((now, name, alive.get(name, 0), b[0] + runs))
+        if runner.shedder is not None:
+            info = runner.shedder.metrics()
+            m.set("hcep_shed_latency_estimate_seconds", info["latency_estimate_ms"] / 1000.0)
+            m.set("hcep_shed_latency_bound_seconds", info["latency_bound_ms"] / 1000.0)
+        if now - self._stats_at >= STATS_EVERY:
+            self._stats_at = now
+            self.store.add_query_stats(rows, self.cfg.instance)
 
 
 class MatchPublisher(threading.Thread):

@@ -11,7 +11,11 @@ Tables (the dashboard may read all of them):
 - ``alerts``: the durable webhook outbox, one row per alert, ``id`` = the alert's idempotency key;
 - ``deadletter``: late and invalid events with the reason;
 - ``offsets`` / ``checkpoints``: per partition and per process, what a restart resumes from;
-- ``senders``: each process's last sign of life, so that another one can adopt a dead one's undelivered alerts.
+- ``senders``: each process's last sign of life, so that another one can adopt a dead one's undelivered alerts;
+- ``query_stats``: per query every few seconds, runs alive and partial matches shed (load shedding), kept a week;
+- ``events``: the consumed events the dashboard plots (Ganglia's LoadStd / Balance / Imbalance and a downsampled
+  ``Metric`` series of the load metric), ``event`` = the event's JSON; kept for ``events_keep_seconds`` of event time
+  and at most about ``events_max_rows`` rows (the oldest go first).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 SCHEMA = """
@@ -43,11 +47,20 @@ CREATE TABLE IF NOT EXISTS offsets (
     rebuild_from INTEGER NOT NULL, newest REAL, writer TEXT, seq INTEGER, updated_at REAL,
     PRIMARY KEY (scope, topic, partition));
 CREATE TABLE IF NOT EXISTS senders (owner TEXT PRIMARY KEY, heartbeat_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS query_stats (
+    ts REAL NOT NULL, query TEXT NOT NULL, runs INTEGER, shed INTEGER, instance TEXT);
+CREATE INDEX IF NOT EXISTS query_stats_by_time ON query_stats(ts);
+CREATE TABLE IF NOT EXISTS events (
+    id TEXT PRIMARY KEY, type TEXT NOT NULL, ts REAL NOT NULL, host TEXT, event TEXT NOT NULL, instance TEXT);
+CREATE INDEX IF NOT EXISTS events_by_time ON events(ts);
 CREATE TABLE IF NOT EXISTS checkpoints (
     scope TEXT PRIMARY KEY, seq INTEGER NOT NULL, released TEXT, horizon REAL, assignment TEXT, updated_at REAL);
 """
 
 STORE_FILE = "hcep.sqlite"
+STATS_RETENTION = 7 * 86400.0  # seconds of query_stats kept
+EVENTS_KEEP_SECONDS = 86400.0  # event time kept in the events table, behind its newest event
+EVENTS_MAX_ROWS = 200_000  # rows kept in the events table (checked every EVENTS_MAX_ROWS // 10 inserts)
 
 
 @dataclass
@@ -83,6 +96,7 @@ class Batch:
     deadletters: list[tuple]  # (topic, partition, offset, idx, reason, event_json, at)
     offsets: list[OffsetRow]
     checkpoint: CheckpointRow | None
+    events: list[tuple] = field(default_factory=list)  # (id, type, ts, host, event_json, instance)
 
 
 def store_path(data_dir: str) -> str:
@@ -103,6 +117,9 @@ class Store:
             self.db.execute("PRAGMA journal_mode = WAL")
             self.db.execute("PRAGMA synchronous = NORMAL")
             self.db.executescript(SCHEMA)
+        self.events_keep_seconds = EVENTS_KEEP_SECONDS
+        self.events_max_rows = EVENTS_MAX_ROWS
+        self._events_unchecked = EVENTS_MAX_ROWS  # inserts since the row cap was last checked (check at once)
 
     def close(self) -> None:
         self.db.close()
@@ -128,6 +145,8 @@ class Store:
                 db.executemany(
                     'INSERT OR IGNORE INTO deadletter (topic, partition, "offset", idx, reason, event, at)'
                     " VALUES (?, ?, ?, ?, ?, ?, ?)", batch.deadletters)
+            if batch.events:
+                self._add_events(batch.events)
             now = time.time()
             for o in batch.offsets:
                 db.execute(
@@ -146,6 +165,22 @@ class Store:
             db.execute("ROLLBACK")
             raise
         return new_alerts
+
+    def _add_events(self, rows: list[tuple]) -> None:
+        """Insert (ids seen before are ignored) and prune, inside the caller's transaction.  The time rule is one
+        indexed range delete; the row cap costs a COUNT, so it runs once per ``events_max_rows // 10`` inserts."""
+        db = self.db
+        db.executemany("INSERT OR IGNORE INTO events (id, type, ts, host, event, instance) VALUES (?, ?, ?, ?, ?, ?)",
+                       rows)
+        newest = max(r[2] for r in rows)
+        db.execute("DELETE FROM events WHERE ts < ?", (newest - self.events_keep_seconds,))
+        self._events_unchecked += len(rows)
+        if self._events_unchecked >= max(1, self.events_max_rows // 10):
+            self._events_unchecked = 0
+            excess = db.execute("SELECT COUNT(*) FROM events").fetchone()[0] - self.events_max_rows
+            if excess > 0:
+                db.execute("DELETE FROM events WHERE rowid IN (SELECT rowid FROM events ORDER BY ts LIMIT ?)",
+                           (excess,))
 
     def checkpoint(self, scope: str) -> CheckpointRow | None:
         row = self.db.execute("SELECT scope, seq, released, horizon, assignment FROM checkpoints WHERE scope = ?",
@@ -217,6 +252,16 @@ class Store:
         marks = ",".join("?" * len(ids))
         return dict(self.db.execute(f"SELECT id, attempts FROM alerts WHERE id IN ({marks})", list(ids)).fetchall())
 
+    # ------------------------------------------------------------------ statistics
+    def add_query_stats(self, rows: Sequence[tuple[float, str, int, int]], instance: str = "",
+                        keep_seconds: float = STATS_RETENTION) -> None:
+        """Append ``(ts, query, runs alive, partial matches shed)`` rows; drop rows older than ``keep_seconds``."""
+        if not rows:
+            return
+        self._many("INSERT INTO query_stats (ts, query, runs, shed, instance) VALUES (?, ?, ?, ?, ?)",
+                   [(*row, instance) for row in rows])
+        self.db.execute("DELETE FROM query_stats WHERE ts < ?", (max(r[0] for r in rows) - keep_seconds,))
+
     # ------------------------------------------------------------------ matches topic
     def unpublished(self, instance: str, limit: int = 10000) -> list[tuple[str, str, str]]:
         return self.db.execute("SELECT id, query, record FROM matches WHERE instance = ? AND published = 0"
@@ -235,6 +280,22 @@ class Store:
         sql += " ORDER BY emitted_at DESC LIMIT ?"
         args.append(limit)
         return [json.loads(r[0]) for r in self.db.execute(sql, args)]
+
+    def recent_events(self, limit: int = 1000, types: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """The newest stored events (their JSON), oldest first."""
+        sql = "SELECT id, event FROM events"
+        args: list[Any] = []
+        if types:
+            sql += f" WHERE type IN ({','.join('?' * len(types))})"
+            args.extend(types)
+        sql += " ORDER BY ts DESC LIMIT ?"
+        args.append(limit)
+        out = []
+        for rid, text in reversed(self.db.execute(sql, args).fetchall()):
+            obj = json.loads(text)
+            obj.setdefault("id", rid)
+            out.append(obj)
+        return out
 
     def alert_rows(self, status: str | None = None) -> list[dict[str, Any]]:
         sql = ("SELECT id, query, webhook, severity, status, attempts, created_at, delivered_at, last_error"
@@ -255,6 +316,7 @@ class Store:
             "alerts_pending": one("SELECT COUNT(*) FROM alerts WHERE status = 'pending'").fetchone()[0],
             "alerts_delivered": one("SELECT COUNT(*) FROM alerts WHERE status = 'delivered'").fetchone()[0],
             "deadletter": one("SELECT COUNT(*) FROM deadletter").fetchone()[0],
+            "events": one("SELECT COUNT(*) FROM events").fetchone()[0],
         }
 
 

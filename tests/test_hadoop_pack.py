@@ -195,7 +195,8 @@ def sample(pack):
 def test_pack_header(pack):
     assert pack.name == "hadoop"
     assert pack.tick == 0.1
-    assert pack.settings == {"imbalance_threshold": 1.0}
+    assert pack.settings == {"imbalance_threshold": 1.0,
+                             "shedding": {"enabled": True, "latency_bound_ms": 30000}}
     assert pack.description
     assert [s.name for s in pack.queries] == list(TABLE)
 

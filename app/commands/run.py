@@ -1,9 +1,9 @@
 """``hcep run --pack FILE --bootstrap HOST:PORT``: the streaming service (see :mod:`app.service`).
 
 Settings come, strongest first, from the options, a YAML ``--config`` file (same names, ``_`` for ``-``), the pack's
-``settings`` (``allowed_lateness``, ``max_delta``, ``webhooks``) and the defaults.  Webhook names are the ones the
-pack's alerts use (``alert: {webhook: ops}``); their URLs come from ``--webhook ops=URL``, ``webhooks:`` in the config
-or the pack.  Runs until SIGTERM/SIGINT (a clean stop commits a last checkpoint).  Also runnable as
+``settings`` (``allowed_lateness``, ``max_delta``, ``webhooks``, ``shedding``) and the defaults.  Webhook names are
+the ones the pack's alerts use (``alert: {webhook: ops}``); their URLs come from ``--webhook ops=URL``, ``webhooks:``
+in the config or the pack.  Runs until SIGTERM/SIGINT (a clean stop commits a last checkpoint).  Also runnable as
 ``python -m app.commands.run ...`` while ``hcep`` does not list it.
 """
 
@@ -87,6 +87,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exit-when-idle", type=_seconds, metavar="S",
                         help="stop once everything is read and nothing came for S seconds")
     parser.add_argument("--max-seconds", type=_seconds, metavar="S", help="stop after S seconds")
+    parser.add_argument("--no-shedding", dest="shedding", action="store_false",
+                        help="ignore the pack's settings.shedding: never drop partial matches (e.g. while catching up "
+                             "after an outage, when every match matters more than the latency bound)")
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
 
 
@@ -172,6 +175,7 @@ def build_config(args: argparse.Namespace, pack: Any) -> Any:
         alert_orphan_after=float(pick("alert_orphan_after")),
         exit_when_idle=args.exit_when_idle,
         max_seconds=args.max_seconds,
+        shedding=args.shedding,
     )
     if not cfg.shared_topics and not cfg.broadcast_topics:
         raise CommandError("no topics to read (--topics and --broadcast are both empty)")

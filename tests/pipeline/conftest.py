@@ -136,13 +136,17 @@ def receiver() -> Iterator[Receiver]:
 # ------------------------------------------------------------------------------------------------ the service
 def run_command(bootstrap: str, pack: str, data_dir: Path, *, topics: str, broadcast: str, group: str,
                 instance: str = "0", webhook: str | None = None, metrics_port: int = -1,
-                extra: list[str] | None = None) -> list[str]:
+                extra: list[str] | None = None, shedding: bool = False) -> list[str]:
+    """The ``hcep run`` command line of a test; shedding is off unless asked for, because the exactly-once tests
+    count every alert, and a backlog that outlives the pack's latency bound would (by design) cost some."""
     cmd = [sys.executable, "-m", "app.commands.run", "--pack", pack, "--bootstrap", bootstrap,
            "--data-dir", str(data_dir), "--topics", topics, "--broadcast", broadcast, "--group", group,
            "--instance", instance, "--metrics-port", str(metrics_port), "--matches-topic", f"{group}.matches",
            "--checkpoint-interval", "0.2", "--idle-timeout", "1", "--session-timeout", "3", "--log-level", "INFO"]
     if webhook:
         cmd += ["--webhook", f"ops={webhook}"]
+    if not shedding:
+        cmd.append("--no-shedding")
     return cmd + (extra or [])
 
 
