@@ -29,6 +29,11 @@ from app.pack_runner import PackRunner
 from app.store import Batch, CheckpointRow, OffsetRow, Store, store_path
 from app.watermark import INF, NEG_INF, Watermark
 
+try:  # a C JSON decoder: ~4x the standard library's speed on small objects, the service's largest per-event cost
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson is a dependency; the standard library still works
+    _loads = json.loads
+
 log = logging.getLogger("hcep.run")
 
 Tp = tuple[str, int]
@@ -78,10 +83,22 @@ class ServiceConfig:
 
 
 # ------------------------------------------------------------------------------------------------------ events
+#: The layout of ``engine.events.Event`` that :func:`make_event_parser`'s direct path fills in (any other layout: the
+#: constructor is used).
+_EVENT_SLOTS = ("type", "ts", "id", "lo", "hi", "attrs", "seq", "tlo", "thi", "t")
+
+
 def make_event_parser(tick: float) -> Callable[[Any], Any]:
     """``obj -> Event``: a fast path for the common shape (``type``, numeric ``ts``, optional ``delta`` and ``id``),
-    identical in result to :func:`engine.events.event_from_json`, which handles (and reports) everything else."""
-    from engine.events import RESERVED_KEYS, Event, event_from_json
+    identical in result to :func:`engine.events.event_from_json`, which handles (and reports) everything else.
+
+    The fast path fills the event's slots directly (what ``Event.__init__`` computes, without its keyword handling and
+    second copy of the attributes): a third of the per-event cost of decoding.  ``obj`` is not modified."""
+    from engine.events import Event, event_from_json
+
+    direct = getattr(Event, "__slots__", None) == _EVENT_SLOTS
+    new = Event.__new__
+    inf = math.inf
 
     def parse(obj: Any) -> Any:
         if type(obj) is dict and "lo" not in obj and "hi" not in obj:
@@ -90,10 +107,29 @@ def make_event_parser(tick: float) -> Callable[[Any], Any]:
             delta = obj.get("delta", 0.0)
             eid = obj.get("id")
             if (type(etype) is str and etype and type(ts) in (float, int) and type(delta) in (float, int)
-                    and 0 <= delta < math.inf and -math.inf < ts < math.inf and (eid is None or type(eid) is str)):
+                    and 0 <= delta < inf and -inf < ts < inf and (eid is None or type(eid) is str)):
                 ts = float(ts)
-                attrs = {k: v for k, v in obj.items() if k not in RESERVED_KEYS}
-                return Event(etype, ts, attrs, id=eid, seq=0, lo=ts - delta, hi=ts + delta, tick=tick)
+                attrs = obj.copy()
+                del attrs["type"], attrs["ts"]
+                if "delta" in attrs:
+                    del attrs["delta"]
+                if eid is not None:
+                    del attrs["id"]
+                if not direct:
+                    return Event(etype, ts, attrs, id=eid, seq=0, lo=ts - delta, hi=ts + delta, tick=tick)
+                ev = new(Event)
+                ev.type = etype
+                ev.ts = ts
+                ev.seq = 0
+                ev.id = "0" if eid is None else eid
+                ev.lo = lo = ts - delta
+                ev.hi = hi = ts + delta
+                ev.attrs = attrs
+                ev.tlo = tlo = round(lo / tick)
+                ev.thi = thi = round(hi / tick)
+                mid2 = tlo + thi
+                ev.t = mid2 // 2 if mid2 % 2 == 0 else mid2 / 2
+                return ev
         return event_from_json(obj, 0, tick)
 
     return parse
@@ -416,10 +452,15 @@ class Service:
         exact = self.exact_until
         floor = tuple(exact) if exact is not None else None
         new_events = 0
-        loads = json.loads
+        loads = _loads
         arrivals = self.arrivals
         hold = self.bound * self.tick  # the watermark's deliberate delay, in seconds
         store_types = self.store_types
+        # Types whose events are built: what the queries read and what the store keeps.  The others only move their
+        # partition's watermark and rebuild point, which needs their time alone.
+        built = None if types is None else frozenset(types) | (store_types or frozenset())
+        tick = self.tick
+        inf = math.inf
         for rec in records:
             tp = (rec.topic, rec.partition)
             if tp not in self.assignment:
@@ -432,6 +473,8 @@ class Service:
             value = rec.value or b""
             lines = value.split(b"\n") if b"\n" in value else (value,)
             skip = self.skip[tp] if replayed else None
+            fl = None if replayed else floor
+            base = None  # the default id's prefix, made once per message
             for idx, line in enumerate(lines):
                 if skip and (offset, idx) in skip:
                     continue
@@ -441,17 +484,38 @@ class Service:
                     new_events += 1
                 try:
                     obj = loads(line)
+                    if built is not None and type(obj) is dict and obj.get("type") not in built:
+                        etype = obj.get("type")
+                        ts = obj.get("ts")
+                        delta = obj.get("delta", 0.0)
+                        eid = obj.get("id")
+                        if (type(etype) is str and etype and type(ts) in (float, int) and type(delta) in (float, int)
+                                and 0 <= delta < inf and -inf < ts < inf and (eid is None or type(eid) is str)
+                                and "lo" not in obj and "hi" not in obj):
+                            tlo = round((ts - delta) / tick)
+                            thi = round((ts + delta) / tick)
+                            if thi - tlo > umax:
+                                self._dead(tp, offset, idx, "too_wide", obj, replayed)
+                                continue
+                            mid2 = tlo + thi
+                            reason = wm.offer_point(tp, offset, idx, mid2 // 2 if mid2 % 2 == 0 else mid2 / 2, thi,
+                                                    now, fl)
+                            if reason is not None:
+                                self._dead(tp, offset, idx, reason, obj, replayed)
+                            continue
                     ev = parse(obj)
                 except (ValueError, EventError) as err:
                     self._dead(tp, offset, idx, f"invalid: {err}", line.decode("utf-8", "replace"), replayed)
                     continue
                 if obj.get("id") is None:
-                    ev.id = f"{tp[0]}/{tp[1]}/{offset}" + (f"/{idx}" if idx else "")
+                    if base is None:
+                        base = f"{tp[0]}/{tp[1]}/{offset}"
+                    ev.id = f"{base}/{idx}" if idx else base
                 if ev.thi - ev.tlo > umax:
                     self._dead(tp, offset, idx, "too_wide", obj, replayed)
                     continue
                 keep = types is None or ev.type in types
-                reason = wm.offer(tp, offset, idx, ev, now, keep=keep, floor=None if replayed else floor)
+                reason = wm.offer(tp, offset, idx, ev, now, keep=keep, floor=fl)
                 if reason is not None:
                     self._dead(tp, offset, idx, reason, obj, replayed)
                 else:
@@ -520,15 +584,18 @@ class Service:
             return
         frontier = wm.live_frontier(now, self._caught_up)
         out = wm.release(frontier)
+        if not out:
+            return
         delay = self.cfg.alert_delay
+        feed = self._feed
         for entry in out:
-            self._feed(entry[5], discard=False)
-            self.fed_key = entry[:5]
+            feed(entry[5], False)
             # A long batch must not hold its alerts back: commit as soon as the first one has waited enough.
             if self.first_alert_at is not None and time.monotonic() - self.first_alert_at >= delay:
+                self.fed_key = entry[:5]
                 self.checkpoint()
-        if out:
-            self.metrics.inc("hcep_engine_events_total", len(out))
+        self.fed_key = out[-1][:5]
+        self.metrics.inc("hcep_engine_events_total", len(out))
 
     def _feed(self, ev: Any, discard: bool) -> None:
         self.seq += 1

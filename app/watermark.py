@@ -119,6 +119,23 @@ class Watermark:
             heapq.heappush(self.heap, (t, p.rank, p.partition, offset, index, ev))
         return None
 
+    def offer_point(self, tp: Hashable, offset: int, index: int, t: float, thi: int, now: float,
+                    floor: Key | None = None) -> str | None:
+        """:meth:`offer` with ``keep=False`` for an event given by its time ``t`` and ``thi`` alone (a type no query
+        reads: the service does not build it)."""
+        p = self.parts[tp]
+        p.seen_at = now
+        p.tracker.note(offset, thi, t)
+        if t < p.newest - self.bound:
+            return "late"
+        if t > p.newest:
+            p.newest = t
+        if self.released is not None or floor is not None:
+            key = (t, p.rank, p.partition, offset, index)
+            if (self.released is not None and key <= self.released) or (floor is not None and key <= floor):
+                return "behind_watermark"
+        return None
+
     def frontier(self, members: Callable[[Hashable, _Part], bool]) -> float:
         """``min(newest - bound)`` over the partitions ``members`` selects; +inf when none is selected."""
         low = INF

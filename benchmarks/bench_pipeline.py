@@ -158,13 +158,14 @@ producer.close()
 """
 
 
-def _run_service(bootstrap: str, prefix: str, pack_file: str, data_dir: str, url: str) -> tuple[Any, dict]:
+def _run_service(bootstrap: str, prefix: str, pack_file: str, data_dir: str, url: str,
+                 part: str = "") -> tuple[Any, dict]:
     from app.alerts import parse_webhooks
     from app.service import Service, ServiceConfig
     from engine.language.packs import load_pack
 
-    cfg = ServiceConfig(pack=pack_file, bootstrap=bootstrap, group=prefix, instance="bench",
-                        shared_topics=[f"{prefix}.hadoop"], broadcast_topics=[f"{prefix}.ganglia"],
+    cfg = ServiceConfig(pack=pack_file, bootstrap=bootstrap, group=f"{prefix}{part}", instance=f"bench{part}",
+                        shared_topics=[f"{prefix}.hadoop{part}"], broadcast_topics=[f"{prefix}.ganglia"],
                         matches_topic=None, data_dir=data_dir, metrics_port=None, idle_timeout=1.0,
                         webhooks=parse_webhooks({"ops": url}), exit_when_idle=2.0, drain_timeout=30.0)
     marks: dict[str, float] = {}
@@ -176,10 +177,12 @@ def _run_service(bootstrap: str, prefix: str, pack_file: str, data_dir: str, url
                 marks["first_cpu"] = time.process_time()
             return super()._ingest(records)
 
-        def _feed(self, ev: Any, discard: bool) -> None:
-            super()._feed(ev, discard)
-            marks["last"] = time.perf_counter()
-            marks["last_cpu"] = time.process_time()
+        def _release(self, now: float) -> None:  # per loop turn, not per event: the clocks cost a syscall each
+            fed = self.seq
+            super()._release(now)
+            if self.seq != fed:
+                marks["last"] = time.perf_counter()
+                marks["last_cpu"] = time.process_time()
 
     service = Timed(cfg, load_pack(pack_file))
     service.run()
@@ -229,6 +232,75 @@ def live_row(bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file:
     }
 
 
+def _child(argv: list[str]) -> int:
+    """One service of a ``--processes N`` row, in a process of its own: prints its marks as JSON."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    bootstrap, prefix, pack_file, data_dir, url, part = argv
+    service, marks = _run_service(bootstrap, prefix, pack_file, data_dir, url, part)
+    marks["read"] = service.metrics.get("hcep_events_total")
+    marks["fed"] = service.metrics.get("hcep_engine_events_total")
+    print(json.dumps(marks), flush=True)
+    return 0
+
+
+def multi_row(bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file: str, pack_size: int,
+              processes: int, workdir: str) -> dict[str, Any]:
+    """``processes`` services side by side, as a consumer group that has settled: the jobs are split over
+    ``processes`` Hadoop topics of 4 / N partitions each, one service (its own group) per topic, all reading the
+    Ganglia topic in full.  (One group over one topic would measure the rebalances of its members joining one after
+    the other instead.)  e2e = all events / (last feed of any - first poll of any)."""
+    from app.kafka_io import ensure_topics
+    from app.publish import publish
+
+    prefix = f"bench-{os.getpid()}-{random.randrange(10**9)}"
+    parts = max(1, 4 // processes)
+    ensure_topics(bootstrap, {**{f"{prefix}.hadoop{k}": parts for k in range(processes)}, f"{prefix}.ganglia": 1})
+    jobs = {e["job_id"] for e in hadoop}
+    share = {job: i % processes for i, job in enumerate(sorted(jobs))}
+    t0 = time.perf_counter()
+    for k in range(processes):
+        publish([e for e in hadoop if share[e["job_id"]] == k], bootstrap, "hadoop", topic=f"{prefix}.hadoop{k}",
+                pack=pack_size)
+    publish(ganglia, bootstrap, "ganglia", topic=f"{prefix}.ganglia", pack=pack_size)
+    publish_s = time.perf_counter() - t0
+    n = len(hadoop) + len(ganglia)
+    receiver = _Receiver(os.path.join(workdir, f"{prefix}-received.txt"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    procs = []
+    try:
+        for k in range(processes):
+            data_dir = os.path.join(workdir, f"{prefix}-{k}")
+            os.makedirs(data_dir, exist_ok=True)
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "benchmarks.bench_pipeline", "--child", bootstrap, prefix, pack_file, data_dir,
+                 receiver.url, str(k)], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True))
+        marks = [json.loads(p.communicate(timeout=3600)[0].strip().splitlines()[-1]) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        receiver.close()
+    e2e_s = max(m["last"] for m in marks) - min(m["first"] for m in marks)
+    cpu_s = sum(m["last_cpu"] - m["first_cpu"] for m in marks)
+    read = sum(m["read"] for m in marks) - (processes - 1) * len(ganglia)  # each reads the Ganglia events
+    return {
+        "events": n,
+        "pack": pack_size,
+        "procs": processes,
+        "publish ev/s": n / publish_s,
+        "e2e ev/s": read / e2e_s if e2e_s > 0 else float("nan"),
+        "ev/CPU-s": read / cpu_s if cpu_s > 0 else float("nan"),
+        "fed": int(sum(m["fed"] for m in marks)),
+        "alerts": "",
+        "delivered": len(receiver.received()),
+        "p50 ms": float("nan"),
+        "p99 ms": float("nan"),
+    }
+
+
 def one_row(bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file: str, pack_size: int,
             workdir: str) -> dict[str, Any]:
     from app.kafka_io import ensure_topics
@@ -256,6 +328,7 @@ def one_row(bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file: 
     return {
         "events": n,
         "pack": pack_size,
+        "procs": 1,
         "publish ev/s": n / publish_s,
         "e2e ev/s": read / e2e_s if e2e_s > 0 else float("nan"),
         "ev/CPU-s": read / cpu_s if cpu_s > 0 else float("nan"),
@@ -268,6 +341,9 @@ def one_row(bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file: 
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        return _child(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="use this broker (default: start one with deploy/kafka in a temp dir)")
     parser.add_argument("--events", type=int, default=200_000)
@@ -277,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="events/s of the live phase (alert latency in steady state; 0: skip it)")
     parser.add_argument("--live-events", type=int, default=20_000)
     parser.add_argument("--quick", action="store_true", help="20,000 events, a 5,000-event live phase")
+    parser.add_argument("--processes", type=int, nargs="+", default=[1],
+                        help="rows with N services side by side (see multi_row), e.g. --processes 1 2")
     args = parser.parse_args(argv)
     import logging
 
@@ -296,13 +374,17 @@ def main(argv: list[str] | None = None) -> int:
         hadoop, ganglia = workload(n)
         print(f"pipeline benchmark: {len(hadoop) + len(ganglia)} events ({len(hadoop)} Hadoop, {len(ganglia)} Ganglia),"
               f" pack {args.queries}, broker {bootstrap}, {os.cpu_count()} cores", flush=True)
-        cols = ["events", "pack", "publish ev/s", "e2e ev/s", "ev/CPU-s", "fed", "alerts", "delivered", "p50 ms",
-                "p99 ms"]
+        cols = ["events", "pack", "procs", "publish ev/s", "e2e ev/s", "ev/CPU-s", "fed", "alerts", "delivered",
+                "p50 ms", "p99 ms"]
         print("| " + " | ".join(cols) + " |")
         print("|" + "---|" * len(cols))
         for size in args.pack_size:
-            row = one_row(bootstrap, hadoop, ganglia, pack_file, size, work)
-            print("| " + " | ".join(_fmt(row[c]) for c in cols) + " |", flush=True)
+            for procs in args.processes:
+                if procs <= 1:
+                    row = one_row(bootstrap, hadoop, ganglia, pack_file, size, work)
+                else:
+                    row = multi_row(bootstrap, hadoop, ganglia, pack_file, size, procs, work)
+                print("| " + " | ".join(_fmt(row[c]) for c in cols) + " |", flush=True)
         if args.live_rate > 0:
             lh, lg = workload(5_000 if args.quick else args.live_events, seed=2)
             print(f"\nlive: {len(lh) + len(lg)} events published at {args.live_rate:,.0f}/s by another process "

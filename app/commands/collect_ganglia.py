@@ -7,6 +7,11 @@ Two sources:
 ``--gmond`` polls a gmond (8649) or gmetad's XML port (8651) every interval; ``--rrd`` replays gmetad's RRD files.
 Bad documents never stop the collector: each is reported on stderr (one line), counted, and appended to
 ``--deadletter`` if given.  A summary line goes to stderr at the end.
+
+``--kafka HOST:PORT`` publishes the events to ``hcep.events.ganglia`` (``--topic``), keyed by host (LoadStd and
+Balance/Imbalance, which have none, spread over the partitions), up to ``--pack`` events per message, instead of
+writing them to stdout; each poll round (``--rrd``: the whole replay) is flushed, acknowledged by the broker, before
+the next one starts.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from datetime import datetime
 from typing import IO, Any
 
 from app.cli import CommandError
+from app.commands import kafka_out
 from app.commands.argtypes import finite, positive
 
 EXIT_OK, EXIT_POLL_FAILED = 0, 1
@@ -70,7 +76,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=positive, default=5.0, metavar="S", help="connect/read timeout (5)")
     parser.add_argument("--since", type=_time_arg, metavar="T", help="--rrd: from T (epoch, 2h, ISO; default 1h)")
     parser.add_argument("--until", type=_time_arg, metavar="T", help="--rrd: up to T (default now)")
-    parser.add_argument("--out", default="-", metavar="FILE", help="events as JSON lines to FILE, '-' = stdout")
+    parser.add_argument("--out", metavar="FILE", help="events as JSON lines to FILE, '-' = stdout (the default "
+                        "without --kafka)")
     parser.add_argument(
         "--threshold", type=finite, default=1.0, metavar="X", help="load std-dev above X is Imbalance (1.0)"
     )
@@ -79,55 +86,90 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-metrics", action="store_true", help="no raw Metric events, only LoadStd/Balance")
     parser.add_argument("--delta", type=finite, default=7.5, metavar="S", help="events' delta in seconds (7.5)")
     parser.add_argument("--deadletter", metavar="FILE", help="append rejected documents here (JSON lines)")
+    kafka_out.configure(parser, "ganglia")
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the collector; exit 0, or 1 when ``--once`` got no document.  Bad input raises CommandError (exit 2)."""
+    from app.publish import PublishError
     from collectors.hadoop.deadletter import DeadLetterSink
 
+    kafka_out.check("collect ganglia", args)
     options = {
         "threshold": args.threshold,
         "delta": args.delta,
         "metrics": set(args.metrics.split(",")) if args.metrics else None,
         "raw": not args.no_metrics,
     }
+    path = kafka_out.out_path(args)
     try:
-        out = sys.stdout if args.out == "-" else open(args.out, "a", encoding="utf-8")  # noqa: SIM115
+        publisher = kafka_out.open_publisher(args, "ganglia")
+    except PublishError as err:
+        return kafka_out.report("collect ganglia", err)
+    try:
+        out = None if path is None else sys.stdout if path == "-" else open(path, "a", encoding="utf-8")  # noqa: SIM115
     except OSError as err:
-        raise CommandError(f"cannot write {args.out}: {err.strerror or err}") from None
+        if publisher is not None:
+            publisher.close()
+        raise CommandError(f"cannot write {path}: {err.strerror or err}") from None
     try:
         deadletter = DeadLetterSink(args.deadletter) if args.deadletter else DeadLetterSink()
     except OSError as err:
-        if out is not sys.stdout:
+        if out is not None and out is not sys.stdout:
             out.close()
+        if publisher is not None:
+            publisher.close()
         raise CommandError(f"cannot write {args.deadletter}: {err.strerror or err}") from None
     counts = {"events": 0, "polls": 0}
+    sink = _Sink(out, publisher)
     try:
         if args.rrd:
-            return _run_rrd(args, out, deadletter, options, counts)
-        return _run_poll(args, out, deadletter, options, counts)
+            return _run_rrd(args, sink, deadletter, options, counts)
+        return _run_poll(args, sink, deadletter, options, counts)
     except KeyboardInterrupt:
         return EXIT_OK
+    except PublishError as err:
+        return kafka_out.report("collect ganglia", err)
     finally:
         deadletter.close()
-        if out is not sys.stdout:
+        if out is not None and out is not sys.stdout:
             out.close()
+        if publisher is not None:
+            publisher.close()
         polls = counts["polls"]
         what = "" if args.rrd else f"{polls} poll{'s' if polls != 1 else ''}, "
         print(f"ganglia: {what}{counts['events']} events, {deadletter.count} dead-lettered", file=sys.stderr)
 
 
-def _write(out: IO[str], events: Iterable[dict[str, Any]]) -> int:
-    n = 0
-    for event in events:
-        out.write(json.dumps(event, separators=(",", ":")) + "\n")
-        n += 1
-    out.flush()
-    return n
+class _Sink:
+    """Where the events go: the JSON-lines output, the Kafka publisher, or both."""
+
+    def __init__(self, out: IO[str] | None, publisher: Any) -> None:
+        self.out = out
+        self.publisher = publisher
+
+    def write(self, events: Iterable[dict[str, Any]]) -> int:
+        """Write and publish one round's events (the publisher then flushed: acknowledged); return how many."""
+        out, publisher = self.out, self.publisher
+        n = 0
+        for event in events:
+            text = json.dumps(event, separators=(",", ":"))
+            if out is not None:
+                out.write(text + "\n")
+            if publisher is not None:
+                publisher.send(event, text)
+            n += 1
+        if out is not None:
+            out.flush()
+        return n
+
+    def flush(self) -> None:
+        if self.publisher is not None:
+            self.publisher.flush()
 
 
 def _run_rrd(
-    args: argparse.Namespace, out: IO[str], deadletter: Any, options: dict[str, Any], counts: dict[str, int]
+    args: argparse.Namespace, sink: _Sink, deadletter: Any, options: dict[str, Any], counts: dict[str, int]
 ) -> int:
     from collectors.ganglia.derive import round_events, rounds_from_samples
     from collectors.ganglia.rrd import RrdUnavailable, read_history
@@ -138,12 +180,13 @@ def _run_rrd(
     except (FileNotFoundError, RrdUnavailable) as err:
         raise CommandError(str(err)) from None
     for rnd in rounds_from_samples(rows):
-        counts["events"] += _write(out, round_events(rnd, **options))
+        counts["events"] += sink.write(round_events(rnd, **options))
+    sink.flush()
     return EXIT_OK
 
 
 def _run_poll(
-    args: argparse.Namespace, out: IO[str], deadletter: Any, options: dict[str, Any], counts: dict[str, int]
+    args: argparse.Namespace, sink: _Sink, deadletter: Any, options: dict[str, Any], counts: dict[str, int]
 ) -> int:
     from collectors.ganglia.derive import Deduplicator, round_events, rounds_from_document
     from collectors.ganglia.poll import PollError, parse_address, poll
@@ -175,7 +218,8 @@ def _run_poll(
                 for rnd in rounds_from_document(doc, cluster=args.cluster, default_cluster=default):
                     fresh = dedup.fresh(rnd)
                     if fresh is not None:
-                        counts["events"] += _write(out, round_events(rnd, fresh=fresh, **options))
+                        counts["events"] += sink.write(round_events(rnd, fresh=fresh, **options))
+                sink.flush()
             else:
                 deadletter.flush()
                 print(f"hcep collect ganglia: {origin}: bad document: {parser.last_reason}", file=sys.stderr)

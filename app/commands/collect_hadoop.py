@@ -4,6 +4,11 @@ Without ``--follow`` every file under the paths is read once and the events are 
 ``--follow`` the files (and new files appearing under directory paths) are tailed through rotation; events are
 written as they come, and read positions are committed to ``--state`` after each flushed batch, so a restart resumes
 without loss or repetition.  A summary line (files, lines, events, dead-lettered) goes to stderr.
+
+With ``--kafka HOST:PORT`` the events go to the topic ``hcep.events.hadoop`` (``--topic``), keyed by job, up to
+``--pack`` events of one partition per message, instead of stdout.  In ``--follow`` mode one producer lives as long
+as the collector; each batch is flushed (every message acknowledged by the broker) before the read positions are
+committed to ``--state``, so delivery is at-least-once: a crash can publish a batch twice, never lose it.
 """
 
 from __future__ import annotations
@@ -16,13 +21,15 @@ import time
 from typing import IO, Any
 
 from app.cli import CommandError
+from app.commands import kafka_out
 from app.commands.argtypes import non_negative
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories (searched recursively)")
     parser.add_argument("--follow", action="store_true", help="keep following the files (tail -F), across rotation")
-    parser.add_argument("--out", default="-", metavar="FILE", help="where to write the events ('-': stdout)")
+    parser.add_argument("--out", metavar="FILE", help="where to write the events ('-': stdout, the default without "
+                        "--kafka)")
     parser.add_argument("--state", metavar="FILE", help="with --follow: read positions, committed after each batch")
     parser.add_argument("--deadletter", metavar="FILE", help="append malformed input here (JSON lines)")
     parser.add_argument("--tz", default="UTC", metavar="ZONE", help="time zone of the log timestamps (default UTC)")
@@ -34,12 +41,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
     parser.add_argument("--max-polls", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop following
+    kafka_out.configure(parser, "hadoop")
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.publish import PublishError
     from collectors.hadoop.common import zone
     from collectors.hadoop.deadletter import DeadLetterSink
 
+    kafka_out.check("collect hadoop", args)
     try:
         tz = zone(args.tz)
     except Exception:  # noqa: BLE001 - ZoneInfoNotFoundError, ValueError for odd keys
@@ -48,21 +58,33 @@ def run(args: argparse.Namespace) -> int:
         missing = [p for p in args.paths if not os.path.exists(p)]
         if missing:
             raise CommandError(f"no such file or directory: {missing[0]}")
+    path = kafka_out.out_path(args)
+    try:
+        publisher = kafka_out.open_publisher(args, "hadoop")
+    except PublishError as err:
+        return kafka_out.report("collect hadoop", err)
     deadletter = DeadLetterSink(args.deadletter) if args.deadletter else DeadLetterSink()
-    out, close = _open_out(args.out, append=args.follow)
+    out, close = _open_out(path, append=args.follow)
     try:
         if args.follow:
-            return _follow(args, tz, deadletter, out)
-        return _batch(args, tz, deadletter, out)
+            return _follow(args, tz, deadletter, out, publisher)
+        return _batch(args, tz, deadletter, out, publisher)
+    except PublishError as err:
+        return kafka_out.report("collect hadoop", err)
     finally:
         deadletter.close()
-        if close:
-            out.close()
-        else:
-            out.flush()
+        if publisher is not None:
+            publisher.close()
+        if out is not None:
+            if close:
+                out.close()
+            else:
+                out.flush()
 
 
-def _open_out(path: str, append: bool) -> tuple[IO[str], bool]:
+def _open_out(path: str | None, append: bool) -> tuple[IO[str] | None, bool]:
+    if path is None:
+        return None, False
     if path == "-":
         return sys.stdout, False
     try:
@@ -72,7 +94,9 @@ def _open_out(path: str, append: bool) -> tuple[IO[str], bool]:
 
 
 # ------------------------------------------------------------------------------------------------------------- batch
-def _batch(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str]) -> int:
+def _batch(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | None, publisher: Any) -> int:
+    import json
+
     from collectors.hadoop.collect import Summary, collect, discover, sorted_events
 
     summary = Summary()
@@ -87,8 +111,13 @@ def _batch(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str]) -> 
     try:
         events = collect(args.paths, tz=tz, delta=args.delta, deadletter=deadletter, summary=summary, on_file=on_file)
         for text in sorted_events(events):
-            out.write(text)
-            out.write("\n")
+            if out is not None:
+                out.write(text)
+                out.write("\n")
+            if publisher is not None:
+                publisher.send(json.loads(text), text)
+        if publisher is not None:
+            publisher.flush()  # every message acknowledged before the summary claims them
     finally:
         if bar is not None:
             bar.close()
@@ -101,9 +130,10 @@ class _Stop:
     flag = False
 
 
-def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str]) -> int:
+def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | None, publisher: Any) -> int:
     import json
 
+    from app.publish import PublishError
     from collectors.hadoop.collect import Deduper, Summary, line_parser, sniff
     from collectors.hadoop.common import Context, ParseStats
     from collectors.hadoop.deadletter import DeadLetterSink
@@ -129,8 +159,12 @@ def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str]) ->
 
     def emit(event: dict[str, Any]) -> None:
         if dedupe.keep(event):
-            out.write(json.dumps(event))
-            out.write("\n")
+            text = json.dumps(event)
+            if out is not None:
+                out.write(text)
+                out.write("\n")
+            if publisher is not None:
+                publisher.send(event, text)
             summary.written += 1
 
     def scan() -> None:
@@ -167,6 +201,13 @@ def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str]) ->
         tailer.watch(path)
         summary.files += 1
 
+    def flush() -> None:
+        if out is not None:
+            out.flush()
+        if publisher is not None:
+            publisher.flush()  # raises PublishError: then the positions are not committed
+
+    failed = False  # a publish failed: the positions must not be committed
     try:
         while not _Stop.flag:
             now = time.monotonic()
@@ -185,20 +226,26 @@ def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str]) ->
                         dedupe.keep(event)  # written before the restart: only remember it
                     else:
                         emit(event)
-            out.flush()
+            flush()
             deadletter.flush()
-            tailer.commit()
+            tailer.commit()  # only after the batch's events are out (at-least-once)
             polls += 1
             if args.max_polls is not None and polls >= args.max_polls:
                 break
             time.sleep(args.poll)
     except KeyboardInterrupt:
         pass
+    except PublishError:
+        failed = True
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-        out.flush()
-        tailer.commit()
-        tailer.close()
-        summary.duplicates = dedupe.dropped
-        print(summary.line(args.deadletter), file=sys.stderr)
+        try:
+            if not failed:
+                flush()
+                tailer.commit()
+        finally:
+            tailer.close()
+            summary.duplicates = dedupe.dropped
+            print(summary.line(args.deadletter), file=sys.stderr)
     return 0

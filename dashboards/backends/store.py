@@ -3,7 +3,9 @@
 Why read the tables with SQL instead of ``app.store.Store``: the dashboard must never write to the service's store
 (or create it), and it reads only columns that exist, so an older or newer schema degrades to fewer columns, not an
 error.  Tables used: ``matches`` (``record`` = the match record JSON), ``alerts`` (the webhook outbox), ``deadletter``
-(counted), and ``query_stats`` when the service keeps one (runs alive, shed counts per query).
+(counted), ``query_stats`` when the service keeps one (runs alive, shed counts per query), and ``events`` (the
+consumed Ganglia events the overview plots: LoadStd, Balance, Imbalance and downsampled load ``Metric`` samples; the
+newest :data:`EVENTS_LIMIT` are read).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from typing import Any
 import pandas as pd
 
 from dashboards import alerts, records
+
+#: The newest rows of the ``events`` table read per load (the service keeps it bounded too).
+EVENTS_LIMIT = 50_000
 
 
 class StoreBackend:
@@ -75,6 +80,7 @@ class StoreBackend:
                     match_rows.append(m)
             outbox = self._rows(db, "alerts", ("id", "query", "severity", "alert", "status", "created_at"))
             stats = pd.DataFrame(self._rows(db, "query_stats", ("ts", "query", "runs", "shed", "events", "matches")))
+            event_rows = self._events(db)
             dead = self._rows(db, "deadletter", ("reason",))
             if dead:
                 stats.attrs["deadletter"] = len(dead)
@@ -82,5 +88,25 @@ class StoreBackend:
             return empty
         finally:
             db.close()
-        return {"matches": records.matches_frame(match_rows), "events": records.events_frame([]),
+        return {"matches": records.matches_frame(match_rows), "events": records.events_frame(event_rows),
                 "alerts": alerts.from_outbox(outbox), "stats": stats}
+
+    def _events(self, db: sqlite3.Connection) -> list[dict[str, Any]]:
+        have = self._columns(db, "events")
+        if not {"id", "event", "ts"} <= set(have):
+            return []  # a store written before the service kept events
+        sql = 'SELECT id, event FROM "events" ORDER BY ts DESC LIMIT ?'
+        out = []
+        for position, (rid, text) in enumerate(db.execute(sql, (EVENTS_LIMIT,))):
+            try:
+                obj = json.loads(text or "")
+            except ValueError:
+                continue
+            if not isinstance(obj, dict):
+                continue
+            if obj.get("id") is None:
+                obj["id"] = rid
+            row = records.event_row(obj, position)
+            if row is not None:
+                out.append(row)
+        return out

@@ -173,6 +173,10 @@ def test_end_to_end_alerts_store_topic_metrics(kafka_broker: Broker, receiver: R
     counts = store.counts()
     assert counts["alerts_delivered"] == len(expected) and counts["deadletter"] == 3
     assert counts["matches"] == len(expected)  # every query of the pack alerts
+    # The Ganglia load events are kept for the dashboard (the late and too-wide ones were dead-lettered).
+    stored = store.recent_events(limit=100_000)
+    assert sorted(e["id"] for e in stored) == sorted(e["id"] for e in ganglia)
+    assert [e["ts"] for e in stored] == sorted(e["ts"] for e in stored)
     assert len((data / "deadletter.jsonl").read_text().splitlines()) == 3
     # The match records went to the matches topic too, keyed by their id.
     wait_until(lambda: len(kafka_io.read_all(bootstrap, f"{prefix}.matches")) >= len(expected), 20,

@@ -1,0 +1,60 @@
+"""``--kafka`` for the collectors: the options, and the :class:`app.publish.Publisher` they describe.
+
+Collectors publish through :mod:`app.publish` only (no engine import).  A broker that does not answer is reported
+in one line on stderr and the collector exits 1 (:data:`EXIT_KAFKA`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from app.commands.argtypes import non_negative, positive_int, positive_seconds
+
+EXIT_KAFKA = 1
+DEFAULT_PACK = 50  # events per Kafka message: ~20x the service's throughput of one event per message
+
+
+def configure(parser: argparse.ArgumentParser, source: str) -> None:
+    group = parser.add_argument_group("publishing to Kafka")
+    group.add_argument("--kafka", metavar="BOOTSTRAP", help="publish the events to this Kafka broker (HOST:PORT[,...]) "
+                       "instead of writing them to stdout (--out still writes a copy)")
+    group.add_argument("--topic", metavar="NAME", help=f"with --kafka: topic (default hcep.events.{source})")
+    group.add_argument("--pack", type=positive_int, default=DEFAULT_PACK, metavar="N",
+                       help=f"with --kafka: up to N events of one partition per message, as JSON lines "
+                       f"(default {DEFAULT_PACK}; 1 = one event per message)")
+    group.add_argument("--linger", type=non_negative, default=20.0, metavar="MS",
+                       help="with --kafka: the producer waits up to MS ms to batch messages (20)")
+    group.add_argument("--kafka-timeout", type=positive_seconds, default=15.0, metavar="S",
+                       help="with --kafka: give up when the broker does not answer within S seconds (15)")
+
+
+def check(parser_name: str, args: argparse.Namespace) -> None:
+    """Options that only make sense with --kafka are an error without it."""
+    from app.commands import CommandError
+
+    if args.kafka is None and args.topic is not None:
+        raise CommandError(f"{parser_name}: --topic needs --kafka")
+
+
+def out_path(args: argparse.Namespace) -> str | None:
+    """Where the JSON lines go: --out if given, else stdout unless publishing to Kafka."""
+    if args.out is not None:
+        return args.out
+    return None if args.kafka else "-"
+
+
+def open_publisher(args: argparse.Namespace, source: str) -> Any:
+    """The publisher the options describe, or None without --kafka.  Raises PublishError (broker unreachable)."""
+    if not args.kafka:
+        return None
+    from app.publish import Publisher
+
+    return Publisher(args.kafka, source, topic=args.topic, pack=args.pack, linger_ms=int(args.linger),
+                     timeout=args.kafka_timeout)
+
+
+def report(command: str, err: Exception) -> int:
+    print(f"hcep {command}: {err}", file=sys.stderr)
+    return EXIT_KAFKA
