@@ -80,16 +80,16 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="run the Hadoop query pack over the shipped sample trace and summarise what it finds",
-        description="Run a query pack (default: the Hadoop pack) over a recorded trace (default: the shipped sample) "
-        "and print a readable summary per query.",
+        help="the live demo: Kafka, Ganglia, a simulated cluster, collectors, hcep run and the dashboard together "
+        "(--replay: summarise the pack over a recorded trace)",
+        description="Start the whole system on this machine (loopback only) -- a Kafka broker, gmond and gmetad, a "
+        "simulated Hadoop cluster running live, the collectors, the streaming service with the Hadoop pack and the "
+        "dashboard -- print the dashboard's URL and what to look for, and supervise it all until Ctrl-C.  With "
+        "--replay: run a query pack over a recorded trace and print a readable summary per query.",
     )
-    demo.add_argument("--pack", metavar="FILE", help="query pack (default: the installed queries/hadoop.yaml)")
-    demo.add_argument(
-        "--events",
-        metavar="FILE",
-        help="events, JSON lines (default: the installed queries/samples/hadoop_sample.jsonl)",
-    )
+    from app.commands.demo import configure as _configure_demo
+
+    _configure_demo(demo)
     demo.set_defaults(func=_run_demo)
     _add_module_commands(sub, argv)
     return parser

@@ -224,7 +224,7 @@ class DashboardData:
 
     def query_stats(self, since: float | None = None, until: float | None = None) -> pd.DataFrame:
         """Per query: the pack's settings, matches and alerts in the window, the match rate, and -- when the service
-        reports them -- the runs alive and the events shed."""
+        reports them -- the runs alive, everything shed and the partial matches shed."""
         snap = self.snapshot()
         pack = self.pack.frame().rename(columns={"confidence": "threshold"})
         matches = self.matches(since=since, until=until)
@@ -246,12 +246,13 @@ class DashboardData:
         table["per_minute"] = (table["matches"] / minutes).round(3) if minutes else float("nan")
         table["runs_alive"] = float("nan")
         table["shed"] = float("nan")
+        table["shed_runs"] = float("nan")
         for stats in (snap.stats, self._live_stats()):  # the live service's numbers win
             if stats.empty or "query" not in stats.columns:
                 continue
             latest = stats.sort_values("ts", kind="stable") if "ts" in stats.columns else stats
             latest = latest.groupby("query").last()
-            for src, dst in (("runs", "runs_alive"), ("shed", "shed")):
+            for src, dst in (("runs", "runs_alive"), ("shed", "shed"), ("shed_runs", "shed_runs")):
                 if src in latest.columns:
                     known = pd.to_numeric(table["query"].map(latest[src]), errors="coerce")
                     table[dst] = known.where(known.notna(), table[dst])

@@ -301,8 +301,8 @@ def test_pack_or_query_text_is_required():
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
-def test_demo_summarises_the_sample(runner, tmp_path):
-    proc = hcep("demo", runner=runner, cwd=tmp_path)  # from elsewhere: finds the installed pack and sample
+def test_demo_replay_summarises_the_sample(runner, tmp_path):
+    proc = hcep("demo", "--replay", runner=runner, cwd=tmp_path)  # from elsewhere: finds the installed pack and sample
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for name in ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6"):
@@ -310,7 +310,7 @@ def test_demo_summarises_the_sample(runner, tmp_path):
     assert "job_1700000000000_0001" in out and "skewed" in out
     assert "task_1700000000000_0001_r_000001: a pull took 5.60 s" in out
     assert "task_1700000000000_0002_r_000001" in out
-    assert "Not built yet" in out
+    assert "a replay of a recorded file" in out and "plain `hcep demo`" in out
 
 
 def test_demo_other_pack_and_events(tmp_path):
@@ -319,7 +319,7 @@ def test_demo_other_pack_and_events(tmp_path):
         "pack: t\nqueries:\n  - name: jobs\n    description: job start to end\n"
         "    query: PATTERN SEQ(JobStart a, JobEnd c) WHERE [job_id] WITHIN 1 day RETURN a.job_id AS job, c.ts AS end\n"
     )
-    proc = hcep("demo", "--pack", str(pack), "--events", str(HANDCHECK))
+    proc = hcep("demo", "--replay", "--pack", str(pack), "--events", str(HANDCHECK))
     assert proc.returncode == 0, proc.stderr
     assert "jobs  job start to end" in proc.stdout and "2 records" in proc.stdout
 
@@ -327,4 +327,13 @@ def test_demo_other_pack_and_events(tmp_path):
 def test_demo_bad_events(tmp_path):
     events = tmp_path / "ev.jsonl"
     events.write_text("not json\n")
-    one_line_error(hcep("demo", "--events", str(events)), f"{events}:1:")
+    one_line_error(hcep("demo", "--replay", "--events", str(events)), f"{events}:1:")
+
+
+def test_demo_live_option_errors(tmp_path):
+    """The live demo's options are checked before anything starts."""
+    one_line_error(hcep("demo", "--events", str(SAMPLE)), "--events needs --replay")
+    one_line_error(hcep("demo", "--kafka-port", "8649"), "every port must differ")
+    one_line_error(hcep("demo", "--duration", "0"), "--duration")
+    one_line_error(hcep("demo", "--nodes", "1"), "--nodes")
+    one_line_error(hcep("demo", "--pack", str(tmp_path / "missing.yaml")), "no such file")

@@ -3,6 +3,12 @@
 Writes DIR/hadoop/ (job history files, AM and reduce container syslogs), DIR/ganglia/samples.jsonl (per-host
 ``load_one`` every 15 s; also RRDs or gmetric packets with ``--ganglia``), DIR/ground_truth.json (planted anomalies)
 and DIR/jobs.jsonl (every job and task attempt).  The same seed gives the same files.
+
+``--live`` runs the cluster in real time instead (``collectors/simulate/live.py``): a compressed scenario starting
+now -- a thinned SWIM job mix plus one planted job per anomaly kind in the first seconds, repeated every
+``--showcase-every`` seconds -- whose log lines are appended to DIR/hadoop/ as the wall clock reaches their times and
+whose Ganglia rounds go to gmond (``--ganglia gmond HOST:PORT``) as they fall due.  It runs for ``--minutes`` or until
+Ctrl-C / SIGTERM.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import sys
 from app.cli import CommandError
 from app.commands.argtypes import non_negative, positive, positive_int
 
-_OURS = ("hadoop", "ganglia", "ground_truth.json", "jobs.jsonl")
+_OURS = ("hadoop", "ganglia", "ground_truth.json", "jobs.jsonl", ".plan")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -26,8 +32,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--start", type=float, default=1_700_000_000.0, metavar="EPOCH",
                         help="epoch seconds of the first moment simulated (default 1700000000)")
     parser.add_argument("--trace", choices=("fb2009", "fb2010"), default="fb2010", help="SWIM job mix (fb2010)")
-    parser.add_argument("--ganglia", nargs="+", default=["rrd"], metavar="MODE",
-                        help="rrd (default) | gmond HOST:PORT | none; ganglia/samples.jsonl is always written")
+    parser.add_argument("--ganglia", nargs="+", default=None, metavar="MODE",
+                        help="rrd (default; not with --live) | gmond HOST:PORT | none; ganglia/samples.jsonl is "
+                             "always written")
     parser.add_argument("--cluster", default="hadoop", help="Ganglia cluster name (default hadoop)")
     parser.add_argument("--anomalies-per-hour", type=non_negative, default=4.0, metavar="X",
                         help="planted anomalies of each kind per simulated hour (default 4; at least 1 unless 0)")
@@ -39,6 +46,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--progress", dest="progress", action="store_true", default=None, help="always show a progress bar"
     )
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    live = parser.add_argument_group("live cluster (--live)")
+    live.add_argument("--live", action="store_true",
+                      help="play a compressed scenario on the wall clock (logs appended as time passes, Ganglia "
+                           "rounds sent to gmond), starting now; --hours and --start do not apply")
+    live.add_argument("--minutes", type=positive, default=60.0, metavar="M", help="length of the live scenario (60)")
+    live.add_argument("--showcase-every", type=non_negative, default=600.0, metavar="S",
+                      help="plant the showcase (one job per anomaly kind) at the start and every S seconds "
+                           "(default 600; 0: only at the start)")
+    live.add_argument("--step", type=positive, default=5.0, metavar="S", help="seconds between Ganglia rounds (5)")
+    live.add_argument("--keep", type=positive, default=0.25, metavar="F",
+                      help="fraction of the SWIM jobs kept as background load (default 0.25)")
 
 
 def _ganglia_mode(values: list[str]) -> tuple[str, str | None]:
@@ -53,7 +71,9 @@ def _ganglia_mode(values: list[str]) -> tuple[str, str | None]:
 def run(args: argparse.Namespace) -> int:
     from collectors.simulate import SimConfig, simulate
 
-    mode, gmond = _ganglia_mode(args.ganglia)
+    mode, gmond = _ganglia_mode(args.ganglia or ["none" if args.live else "rrd"])
+    if args.live and mode == "rrd":
+        raise CommandError("--live sends Ganglia rounds to gmond: use --ganglia gmond HOST:PORT or --ganglia none")
     existing = [name for name in _OURS if os.path.exists(os.path.join(args.out, name))]
     if existing and not args.force:
         raise CommandError(f"{args.out} already holds a simulation ({existing[0]}); use --force to replace it")
@@ -63,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(path)
         else:
             os.remove(path)
+    if args.live:
+        return _live(args, mode, gmond)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     cfg = SimConfig(
         nodes=args.nodes, hours=args.hours, seed=args.seed, start=args.start, trace=args.trace, cluster=args.cluster,
@@ -82,3 +104,62 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _live(args: argparse.Namespace, mode: str, gmond: str | None) -> int:
+    import json
+    import signal
+    import threading
+    import time
+
+    from collectors.simulate import live
+
+    if args.keep > 1:
+        raise CommandError("--keep is a fraction of the SWIM jobs, at most 1")
+    cfg = live.live_config(nodes=args.nodes, minutes=args.minutes, seed=args.seed, sample_step=args.step,
+                           trace=args.trace, cluster=args.cluster, log_format=args.log_format)
+    try:
+        summary = live.plan(cfg, args.out, showcase_every=args.showcase_every, keep=args.keep)
+    except ValueError as err:
+        raise CommandError(f"simulate: {err}") from None
+    with open(os.path.join(args.out, "ground_truth.json"), encoding="utf-8") as handle:
+        truth = json.load(handle)
+    player = live.Player(os.path.join(args.out, live.PLAN), args.out, gmond=gmond if mode == "gmond" else None,
+                         cluster=args.cluster)
+    say = _say
+    when = time.strftime("%H:%M:%S", time.gmtime(cfg.start))
+    say(f"simulate --live: {summary['jobs']} jobs on {args.nodes} nodes planned in {summary['seconds']} s; playing "
+        f"from {when} UTC for {args.minutes:g} min into {args.out} (Ganglia: {gmond if mode == 'gmond' else 'none'})")
+    for line in live.describe(truth, cfg.start):
+        say(f"  planted {line}")
+
+    def stop(_signum: int, _frame: object) -> None:
+        player.stop()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    done = threading.Event()
+
+    def report() -> None:  # one progress line a minute, for the log
+        while not done.wait(60.0):
+            st = player.stats
+            say(f"simulate --live: +{time.time() - cfg.start:.0f}s: {st.lines} log lines in {st.files} files, "
+                f"{st.rounds} Ganglia rounds")
+
+    threading.Thread(target=report, daemon=True).start()
+    try:
+        stats = player.run()
+    except RuntimeError as err:
+        say(f"simulate --live: {err}")
+        return 1
+    finally:
+        done.set()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    finished = "finished" if time.time() >= player.end else "stopped"
+    say(f"simulate --live: {finished} after {max(0.0, time.time() - cfg.start):.0f} s: {stats.lines} log lines in "
+        f"{stats.files} files, {stats.rounds} Ganglia rounds ({stats.skipped_rounds} skipped, late)")
+    return 0
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

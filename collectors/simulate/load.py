@@ -26,9 +26,9 @@ class LoadRecorder:
             changes.append((start, weight))
             changes.append((end, -weight))
 
-    def ramp(self, node: int, start: float, end: float, peak: float, steps: int = 12) -> None:
-        """A run queue growing linearly to ``peak`` over 80% of [start, end], then held until ``end``."""
-        top = start + 0.8 * (end - start)
+    def ramp(self, node: int, start: float, end: float, peak: float, steps: int = 12, rise: float = 0.8) -> None:
+        """A run queue growing linearly to ``peak`` over the first ``rise`` of [start, end], then held until ``end``."""
+        top = start + rise * (end - start)
         for k in range(steps):
             t0 = start + (top - start) * k / steps
             self.add(node, t0, end, peak / steps)

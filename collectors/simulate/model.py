@@ -268,7 +268,7 @@ class Cluster:
             reduce_phase = max(reduce_phase, plant["runtime"] - (att.sort_end - att.start))
         end = att.sort_end + reduce_phase
         if kind == "unbalancing_reducer":
-            self.loads.ramp(att.node, att.start, end, plant["peak"] * _RUNAWAY_WEIGHT)
+            self.loads.ramp(att.node, att.start, end, plant["peak"] * _RUNAWAY_WEIGHT, rise=plant.get("rise", 0.8))
             self.records["unbalancing_reducer"].append(
                 {"job": job, "attempt": att, "start": att.start, "end": end, "peak": plant["peak"]}
             )

@@ -42,39 +42,50 @@ def make_jobs(cfg: SimConfig) -> tuple[list[Job], dict[str, int]]:
                                                                                         cfg.reduce_bytes)))
         sizes.append((tj.submit, maps, reduces))
     plants, wanted = anomalies.choose(sizes, cfg, random.Random(f"plants/{cfg.seed}"))
-    cts = ms(cfg.start) - 3_600_000
-    jobs: list[Job] = []
-    for i, (tj, (submit, maps, reduces)) in enumerate(zip(window, sizes, strict=True)):
-        rng = random.Random(f"job/{cfg.seed}/{i}")
-        user = rng.choice(_USERS)
-        job = Job(
-            idx=i, seq=i + 1, name=f"swim_{tj.name}", user=user, queue=_QUEUES.get(user, "default"),
-            submit=cfg.start + submit, maps=maps, reduces=reduces, input_bytes=max(tj.input_bytes, 1),
-            shuffle_bytes=tj.shuffle_bytes, output_bytes=tj.output_bytes, rng=rng, cts=cts,
-            plant=dict(plants.get(i, {})),
-        )
-        per_map = tj.shuffle_bytes / maps
-        job.map_out = [int(per_map * rng.uniform(0.9, 1.1)) for _ in range(maps)]
-        job.set_weights([rng.uniform(0.85, 1.15) for _ in range(reduces)])
-        if job.plant.get("kind") == "queued_output":
-            job.hold_until = math.inf  # no reducer before the last map has finished (then + the planted delay)
-        job.map_ok = [None] * maps
-        job.reduce_ok = [None] * reduces
-        jobs.append(job)
+    jobs = [
+        new_job(cfg, i, tj, submit, maps, reduces, plants.get(i, {}))
+        for i, (tj, (submit, maps, reduces)) in enumerate(zip(window, sizes, strict=True))
+    ]
     return jobs, wanted
+
+
+def new_job(cfg: SimConfig, i: int, tj: swim.TraceJob, submit: float, maps: int, reduces: int,
+            plant: dict[str, Any]) -> Job:
+    """Job number ``i`` (0-based, in submit order) of the run: trace job ``tj`` submitted ``submit`` seconds after
+    the window start, with ``maps`` and ``reduces`` tasks and a planted anomaly (``plant``, may be empty)."""
+    rng = random.Random(f"job/{cfg.seed}/{i}")
+    user = rng.choice(_USERS)
+    job = Job(
+        idx=i, seq=i + 1, name=f"swim_{tj.name}", user=user, queue=_QUEUES.get(user, "default"),
+        submit=cfg.start + submit, maps=maps, reduces=reduces, input_bytes=max(tj.input_bytes, 1),
+        shuffle_bytes=tj.shuffle_bytes, output_bytes=tj.output_bytes, rng=rng, cts=ms(cfg.start) - 3_600_000,
+        plant=dict(plant),
+    )
+    per_map = tj.shuffle_bytes / maps
+    job.map_out = [int(per_map * rng.uniform(0.9, 1.1)) for _ in range(maps)]
+    job.set_weights([rng.uniform(0.85, 1.15) for _ in range(reduces)])
+    if job.plant.get("kind") == "queued_output":
+        job.hold_until = math.inf  # no reducer before the last map has finished (then + the planted delay)
+    job.map_ok = [None] * maps
+    job.reduce_ok = [None] * reduces
+    return job
 
 
 def simulate(
     cfg: SimConfig, out_dir: str, *, ganglia: str = "rrd", gmond: str | None = None,
     warn: Callable[[str], None] | None = None,
+    jobs_factory: Callable[[SimConfig], tuple[list[Job], dict[str, int]]] = make_jobs,
 ) -> dict[str, Any]:
-    """Simulate and write everything under ``out_dir``; returns a summary (also the ground truth's header)."""
+    """Simulate and write everything under ``out_dir``; returns a summary (also the ground truth's header).
+
+    ``jobs_factory`` makes the jobs and their planted anomalies (default: the SWIM window with random plants; the
+    live mode's scenario is :func:`collectors.simulate.live.scenario_jobs`)."""
     cfg.validate()
     warn = warn or (lambda msg: print(msg, file=sys.stderr))
     started = time.perf_counter()
     os.makedirs(out_dir, exist_ok=True)
     hosts = host_names(cfg.nodes)
-    jobs, wanted = make_jobs(cfg)
+    jobs, wanted = jobs_factory(cfg)
     loads = LoadRecorder(cfg.nodes)
     jhist = JhistWriter(out_dir, hosts)
     amlog = AmLogWriter(out_dir, hosts)

@@ -15,8 +15,14 @@ import pandas as pd
 
 _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-#: Per-query series -> the column of :meth:`dashboards.source.DashboardData.query_stats` they fill.
-PER_QUERY = {"hcep_runs_alive": "runs", "hcep_shed_events_total": "shed", "hcep_shed_total": "shed"}
+#: Per-query series -> the columns of :meth:`dashboards.source.DashboardData.query_stats` they add to: ``shed`` sums
+#: everything shed (events and partial matches), ``shed_runs`` only the partial matches (runs) shed.
+PER_QUERY = {
+    "hcep_runs_alive": ("runs",),
+    "hcep_shed_events_total": ("shed",),
+    "hcep_shed_total": ("shed",),
+    "hcep_shed_runs_total": ("shed", "shed_runs"),
+}
 
 
 def parse(text: str) -> list[tuple[str, dict[str, str], float]]:
@@ -47,12 +53,15 @@ def scrape(url: str, timeout: float = 2.0) -> list[tuple[str, dict[str, str], fl
 
 
 def query_frame(samples: list[tuple[str, dict[str, str], float]]) -> pd.DataFrame:
-    """Per query: runs alive and events shed (columns ``query, runs, shed``)."""
+    """Per query: runs alive, everything shed and partial matches shed (columns ``query, runs, shed, shed_runs``;
+    a column only when some series fills it)."""
     rows: dict[str, dict[str, float]] = defaultdict(dict)
     for name, labels, value in samples:
-        column = PER_QUERY.get(name)
-        if column and "query" in labels:
-            rows[labels["query"]][column] = rows[labels["query"]].get(column, 0.0) + value
+        if "query" not in labels:
+            continue
+        row = rows[labels["query"]]
+        for column in PER_QUERY.get(name, ()):
+            row[column] = row.get(column, 0.0) + value
     return pd.DataFrame([{"query": q, **v} for q, v in rows.items()])
 
 

@@ -9,6 +9,8 @@
 #   --collect-every S       GANGLIA_COLLECT_EVERY    gmond sampling period, seconds               (default 15)
 #   --poll-interval S       GANGLIA_POLL_INTERVAL    gmetad polling period = RRD step, seconds    (default 15)
 #   --rrd-rootdir DIR       GANGLIA_RRD_ROOTDIR      gmetad rrd_rootdir                           (default RUN_DIR/rrds)
+#   --mute                  GANGLIA_MUTE=1           gmond reports no metrics of this machine: it only aggregates
+#                                                    what gmetric sends (the live demo's simulated nodes)
 # Everything listens on 127.0.0.1 only.
 
 GANGLIA_DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -28,7 +30,8 @@ ganglia_parse_args() {
             --collect-every) GANGLIA_COLLECT_EVERY="${2:?--collect-every needs a value}"; shift 2 ;;
             --poll-interval) GANGLIA_POLL_INTERVAL="${2:?--poll-interval needs a value}"; shift 2 ;;
             --rrd-rootdir) GANGLIA_RRD_ROOTDIR="${2:?--rrd-rootdir needs a value}"; shift 2 ;;
-            -h|--help) sed -n '2,13p' "$GANGLIA_DEPLOY_DIR/common.sh" | sed 's/^# \{0,1\}//'; exit 0 ;;
+            --mute) GANGLIA_MUTE=1; shift ;;
+            -h|--help) sed -n '2,15p' "$GANGLIA_DEPLOY_DIR/common.sh" | sed 's/^# \{0,1\}//'; exit 0 ;;
             *) gdie "unknown argument: $1 (see --help)" ;;
         esac
     done
@@ -41,6 +44,7 @@ ganglia_parse_args() {
     GANGLIA_COLLECT_EVERY="${GANGLIA_COLLECT_EVERY:-15}"
     GANGLIA_POLL_INTERVAL="${GANGLIA_POLL_INTERVAL:-15}"
     GANGLIA_RRD_ROOTDIR="${GANGLIA_RRD_ROOTDIR:-$GANGLIA_RUN_DIR/rrds}"
+    case "${GANGLIA_MUTE:-0}" in 1|yes|true) GANGLIA_MUTE=yes ;; *) GANGLIA_MUTE=no ;; esac
     local n
     for n in GMOND_PORT GMETAD_XML_PORT GMETAD_INTERACTIVE_PORT GANGLIA_COLLECT_EVERY GANGLIA_POLL_INTERVAL; do
         [[ "${!n}" =~ ^[1-9][0-9]*$ ]] || gdie "$n must be a positive integer, got '${!n}'"

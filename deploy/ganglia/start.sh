@@ -37,6 +37,7 @@ render() {  # render TEMPLATE OUT: replace @NAME@ placeholders; the values were 
         -e "s|@POLL_INTERVAL@|$GANGLIA_POLL_INTERVAL|g" \
         -e "s|@RRD_ROOTDIR@|$GANGLIA_RRD_ROOTDIR|g" \
         -e "s|@MODULE_DIR@|$MODULE_DIR|g" \
+        -e "s|@MUTE@|$GANGLIA_MUTE|g" \
         "$1" >"$2.tmp"
     mv "$2.tmp" "$2"
 }
@@ -93,7 +94,8 @@ build_shim
 if pid="$(pid_of gmond)"; then
     gsay "gmond already running (pid $pid)"
 else
-    gsay "starting gmond on 127.0.0.1:$GMOND_PORT (tcp+udp), cluster '$GANGLIA_CLUSTER'"
+    muted=""; [ "$GANGLIA_MUTE" = no ] || muted=" (mute: only gmetric's hosts)"
+    gsay "starting gmond on 127.0.0.1:$GMOND_PORT (tcp+udp), cluster '$GANGLIA_CLUSTER'$muted"
     start_daemon gmond "$(command -v gmond)" -f -c "$RUN/gmond.conf" -p "$RUN/gmond.pid"
 fi
 wait_port gmond "$GMOND_PORT"

@@ -200,6 +200,9 @@ def test_queries_view_shows_the_live_service_numbers(dashboard_env: Path, monkey
     registry.set("hcep_runs_alive", 5, {"query": "Q3"})
     registry.set("hcep_runs_alive", 2, {"query": "Q6"})
     registry.set("hcep_events_per_second", 120.0)
+    registry.set("hcep_shed_runs_total", 11, {"query": "Q3"})
+    registry.set("hcep_shed_events_total", 4, {"query": "Q3"})
+    registry.set("hcep_shed_runs_total", 3, {"query": "Q6"})
     server = service_metrics.MetricsServer(registry, 0).start()
     try:
         monkeypatch.setenv("HCEP_DASHBOARD_METRICS", f"http://127.0.0.1:{server.port}/metrics")
@@ -210,6 +213,8 @@ def test_queries_view_shows_the_live_service_numbers(dashboard_env: Path, monkey
     assert table.loc["Q3", "runs_alive"] == 5 and table.loc["Q6", "runs_alive"] == 2
     m = metrics(at)
     assert m["Runs alive"] == "7" and m["Events / s"] == "120"
+    assert table.loc["Q3", "shed"] == 15 and table.loc["Q3", "shed_runs"] == 11 and table.loc["Q6", "shed_runs"] == 3
+    assert m["Shed (total)"] == "18" and m["Partial matches shed"] == "14"
 
 
 def test_a_simulated_cluster_shows_its_slow_pull_with_the_log_lines(monkeypatch: pytest.MonkeyPatch,

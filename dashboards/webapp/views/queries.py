@@ -1,5 +1,5 @@
-"""Queries: the loaded pack, matches and alerts per query, the match rate, and -- from the service -- the runs alive
-and the events shed."""
+"""Queries: the loaded pack, matches and alerts per query, the match rate, and -- from the service -- the runs alive,
+everything shed (events and partial matches) and the partial matches shed."""
 
 from __future__ import annotations
 
@@ -19,11 +19,14 @@ def render(ctx: ui.Context) -> None:
     if stats.empty:
         st.info("No queries loaded and no matches.")
         return
-    cols = st.columns(4)
+    cols = st.columns(5)
     cols[0].metric("Queries", len(stats))
     cols[1].metric("Matches", int(stats["matches"].sum()))
-    cols[2].metric("Runs alive", "-" if stats["runs_alive"].isna().all() else int(stats["runs_alive"].sum()))
-    cols[3].metric("Events shed", "-" if stats["shed"].isna().all() else int(stats["shed"].sum()))
+    cols[2].metric("Runs alive", _total(stats, "runs_alive"))
+    cols[3].metric("Shed (total)", _total(stats, "shed"),
+                   help="load shedding in the service: events and partial matches (runs) dropped, summed")
+    cols[4].metric("Partial matches shed", _total(stats, "shed_runs"),
+                   help="runs of the NFA dropped by the load shedder (hcep_shed_runs_total)")
     live = data.service()
     if live:
         cols = st.columns(4)
@@ -46,6 +49,12 @@ def render(ctx: ui.Context) -> None:
             if view:
                 ui.link(ctx, view, f"Open the {view} view", icon=":material/open_in_new:")
     st.caption("Sources: " + "; ".join(data.describe()))
+
+
+def _total(stats, column: str) -> str | int:
+    if column not in stats.columns or stats[column].isna().all():
+        return "-"
+    return int(stats[column].sum())
 
 
 ui.show(render)

@@ -1,0 +1,92 @@
+"""The live demo's webhook receiver: where ``hcep run`` delivers the pack's alerts (Alertmanager's v4 JSON).
+
+It listens on 127.0.0.1 (a free port), appends every alert to ``alerts.jsonl`` in the demo dir, counts them per
+query and severity, and prints the first few warnings (anything above ``info``) of each query on the terminal so a
+viewer sees them arrive.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: Alerts of one query printed on the terminal; the rest, and every ``info`` alert, are only counted (Q6 flags most
+#: reducers while the load is out of balance, Q4 fires on every map output).
+SHOWN_PER_QUERY = 3
+
+
+class Receiver:
+    def __init__(self, path: Path, say: Callable[[str], None], shown_per_query: int = SHOWN_PER_QUERY) -> None:
+        self.path = path
+        self.say = say
+        self.shown_per_query = shown_per_query
+        self.counts: Counter[tuple[str, str]] = Counter()
+        self.seen: set[str] = set()
+        self.lock = threading.Lock()
+        self._server: http.server.ThreadingHTTPServer | None = None
+        self.url = ""
+
+    def start(self) -> str:
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                try:
+                    body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+                    receiver.take(json.loads(body or b"{}"))
+                except (ValueError, OSError):
+                    self.send_response(400)
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
+                return
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="webhook", daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/alerts"
+        return self.url
+
+    def take(self, payload: dict[str, Any]) -> None:
+        alerts = payload.get("alerts") if isinstance(payload, dict) else None
+        if not isinstance(alerts, list):
+            raise ValueError("not an Alertmanager payload")
+        with self.lock, open(self.path, "a", encoding="utf-8") as out:
+            for alert in alerts:
+                labels = alert.get("labels") or {}
+                key = str(labels.get("alert_id") or "")
+                if key and key in self.seen:
+                    continue  # at-least-once delivery: a retried POST
+                self.seen.add(key)
+                query, severity = str(labels.get("query", "?")), str(labels.get("severity", "?"))
+                self.counts[(query, severity)] += 1
+                out.write(json.dumps(alert, separators=(",", ":")) + "\n")
+                if severity == "info":
+                    continue
+                n = sum(v for (q, s), v in self.counts.items() if q == query and s != "info")
+                if n <= self.shown_per_query:
+                    summary = (alert.get("annotations") or {}).get("summary", "")
+                    more = " (further ones are counted in the status lines)" if n == self.shown_per_query else ""
+                    self.say(f"  alert {query} ({severity}): {summary}{more}")
+
+    def totals(self) -> dict[str, int]:
+        with self.lock:
+            out: Counter[str] = Counter()
+            for (_, severity), n in self.counts.items():
+                out[severity] += n
+            return dict(out)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
