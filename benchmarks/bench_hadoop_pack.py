@@ -20,9 +20,12 @@ Sources of the trace (``--source``):
 
 Every query is compiled as the pack says and run by the evaluator the engine picks for it
 (:func:`engine.runtime.matcher.make_matcher`: the exact imprecise evaluator for skip_till_any_match, the NFA^b runtime
-on interval midpoints for the others), each over the whole stream (sorted as ``match_events`` sorts it); the pack's
-time is the sum.  Throughput = events / CPU seconds of feed + flush.  Target: 300,000 events/s for the pack on
-one core.  Never asserts.
+on interval midpoints for the others), each over the whole stream (sorted as ``match_events`` sorts it), through the
+matcher's ``feed_many`` per 1,000 events (``--per-event``: ``feed`` per event, as before ``feed_many`` existed); the
+first pack row is the sum of the six.  The second pack row runs the six in one pass through
+:class:`engine.runtime.matcher.PackFeeder` (each event to the queries that name its type, the others only see their
+clock move; the same records in the same order).  Throughput = events / CPU seconds of feed + flush; ``--repeat N``
+reports the fastest of N runs of each row.  Target: 300,000 events/s for the pack on one core.  Never asserts.
 """
 
 from __future__ import annotations
@@ -35,16 +38,19 @@ import json
 import os
 import random
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
+from typing import Any
 
-from benchmarks.bench_sasepp import Outcome, drive, header
+from benchmarks.bench_sasepp import Outcome, _alarm, _OverBudget, drive, header
 from benchmarks.common import fmt_int, fmt_rate, print_table
 from engine.events import Event, event_from_json
 from engine.language.packs import Pack, load_pack
 from engine.plan.compiler import compile_query
-from engine.runtime.matcher import make_matcher, sort_events
+from engine.runtime.matcher import PackFeeder, make_matcher, sort_events
 
 PACK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "queries", "hadoop.yaml")
 TARGET = 300_000
@@ -274,6 +280,52 @@ def to_events(objs: Sequence[dict], tick: float) -> list[Event]:
     return sort_events(event_from_json(obj, i, tick=tick) for i, obj in enumerate(objs))
 
 
+def drive_many(matcher: Any, events: Sequence[Event], budget: float, chunk: int = 1000,
+               hard_factor: float = 1.5) -> Outcome:
+    """:func:`benchmarks.bench_sasepp.drive` through the matcher's ``feed_many`` (one call per ``chunk`` events;
+    the same records as ``feed`` one event at a time): the engine's own loop instead of this script's per-event
+    call, so the figure is the engine's cost.  Budget, CPU-time alarm and ``runs_alive`` samples as in ``drive``."""
+    feed_many = matcher.feed_many
+    clock = time.thread_time
+    cpu = 0.0
+    matches = 0
+    samples: list[int] = []
+    stopped = ""
+    pos = 0
+    n = len(events)
+    use_alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if use_alarm:
+        previous = signal.signal(signal.SIGVTALRM, _alarm)
+        signal.setitimer(signal.ITIMER_VIRTUAL, hard_factor * budget + 0.2)
+    start = clock()
+    try:
+        while pos < n:
+            part = events[pos : pos + chunk]
+            t0 = clock()
+            out = feed_many(part)
+            cpu += clock() - t0
+            pos += len(part)
+            matches += len(out)
+            samples.append(matcher.runs_alive())
+            if cpu >= budget and pos < n:
+                stopped = "time"
+                break
+        if not stopped:
+            t0 = clock()
+            out = matcher.flush()
+            cpu += clock() - t0
+            matches += len(out)
+    except _OverBudget:
+        stopped = "timeout"
+        cpu = clock() - start
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+            signal.signal(signal.SIGVTALRM, previous)
+    return Outcome(pos, cpu, matches, sum(samples) / len(samples) if samples else 0.0, max(samples, default=0),
+                   getattr(matcher, "signatures", 0), stopped)
+
+
 def run_pack(
     pack: Pack,
     events: list[Event],
@@ -282,10 +334,13 @@ def run_pack(
     profile: str | None,
     plain: bool,
     title: str,
+    per_event: bool = False,
+    repeat: int = 1,
 ) -> None:
     """Each query over the whole stream; a table per query and the pack total."""
     widest = max((e.thi - e.tlo for e in events), default=0)
     rows: list[list[str]] = []
+    cqs: list = []
     total_cpu = 0.0
     complete = True
     counts: dict[str, int] = {}
@@ -303,9 +358,18 @@ def run_pack(
             tick=pack.tick,
         )
         relevant = sum(counts.get(t, 0) for t in cq.relevant_types)
-        gc.collect()
-        m = make_matcher(cq, widest)
-        o: Outcome = drive(m, events, budget, sample_every=1000, hard_factor=1.5)
+        cqs.append(cq)
+        best: Outcome | None = None
+        for _ in range(max(1, repeat)):  # the fastest of ``repeat`` runs: the least disturbed by other load
+            gc.collect()
+            m = make_matcher(cq, widest)
+            if per_event or not hasattr(m, "feed_many"):
+                o: Outcome = drive(m, events, budget, sample_every=1000, hard_factor=1.5)
+            else:
+                o = drive_many(m, events, budget)
+            if best is None or o.cpu < best.cpu:
+                best = o
+        o = best
         total_cpu += o.cpu
         complete = complete and not o.stopped
         rows.append(
@@ -340,6 +404,30 @@ def run_pack(
             "-" if complete else "partial",
         ]
     )
+    if not per_event and cqs:
+        best = None
+        for _ in range(max(1, repeat)):
+            gc.collect()
+            feeder = PackFeeder([make_matcher(cq, widest) for cq in cqs], widest)
+            o = drive_many(feeder, events, budget * len(cqs))
+            if best is None or o.cpu < best.cpu:
+                best = o
+        o = best
+        rows.append(
+            [
+                "pack",
+                "one pass (PackFeeder)",
+                "",
+                fmt_int(o.events),
+                "",
+                f"{o.cpu:.2f}",
+                fmt_rate(o.rate) + ("" if not o.stopped else "*"),
+                f"{o.rate / TARGET:.2f}",
+                fmt_int(o.matches),
+                fmt_int(o.runs_max),
+                o.stopped or "-",
+            ]
+        )
     print_table(
         title,
         [
@@ -375,7 +463,10 @@ def run_pack(
         m = make_matcher(cq, widest)
         prof = Profiler(interval=0.001)
         prof.start()
-        drive(m, events, budget, sample_every=1000, hard_factor=1.5)
+        if per_event or not hasattr(m, "feed_many"):
+            drive(m, events, budget, sample_every=1000, hard_factor=1.5)
+        else:
+            drive_many(m, events, budget)
         prof.stop()
         print(f"\npyinstrument, {profile}:\n")
         print(prof.output_text(unicode=False, color=False, show_all=False))
@@ -402,6 +493,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--events", help="read the events from this JSONL file instead (e.g. an earlier --keep)")
     ap.add_argument("--profile", metavar="QUERY", help="run QUERY again under pyinstrument and print the call tree")
     ap.add_argument("--plain", action="store_true", help="plain Markdown tables even if rich is installed")
+    ap.add_argument("--repeat", type=int, default=1, help="report the fastest of N runs of each row (default 1)")
+    ap.add_argument("--per-event", action="store_true",
+                    help="call feed once per event (the figures before feed_many) instead of feed_many per chunk")
     args = ap.parse_args(argv)
     q = args.quick
     args.nodes = args.nodes or (20 if q else 1000)
@@ -466,7 +560,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.plain,
             f"Hadoop pack over {source}: {args.nodes:,} nodes x {args.hours:g} h of arrivals, "
             f"{len(events):,} events over {span / 3600:.2f} h ({rate:.2f} events/s/node), tick {pack.tick} s, "
-            f"budget {args.budget:g} CPU s per query",
+            f"budget {args.budget:g} CPU s per query, "
+            f"{'feed per event' if args.per_event else 'feed_many per 1,000 events'}",
+            args.per_event,
+            args.repeat,
         )
     finally:
         gc.unfreeze()

@@ -1,4 +1,4 @@
-"""Imprecise timestamps: SASE++ Fig. 6 (DP thresholds vs window) and the imprecise-timestamp paper's Fig. 4(a).
+"""Imprecise timestamps: SASE++ Fig. 6 (DP thresholds vs window) and the imprecise-timestamp paper's Fig. 4(a)-(d).
 
 Run from the repository root::
 
@@ -22,11 +22,17 @@ Part 2, imprecise-timestamp paper Fig. 4(a) (digest-imprecise 7.1): one event ty
 wrapping, true time ``t`` = index, interval ``[t - delta, t + delta]``; ``SEQ(E e1, E e2, E e3) WHERE e1.v % m1 = 0 AND
 e2.v % m2 = 0 AND e3.v % m3 = 0 WITHIN 100``, delta from 1 to 50.  Point-based = ``tests/point_based.py`` (every event
 expanded into its points, an S3 NFA over points, Eq. 1 per signature), time-boxed; event-based = the engine's
-:class:`~engine.imprecise.evaluator.ImpreciseMatcher`, and "event-based, pruned" the same with its buffers pruned every
-1,024 events (:class:`PrunedImpreciseMatcher`: on this one-type stream every event closes a signature, and the
-engine then never prunes).  The engine has one event-based evaluator (buffers by type,
-enumerates from the closing event), so there is one event-based curve, not the paper's sorting / any-state /
-selectivity-order variants.
+:class:`~engine.imprecise.evaluator.ImpreciseMatcher`.
+
+Part 3, Fig. 4(b)-(d) (digest-imprecise 5.4 and 7.2): the paper's three run-based event-based orders --
+``sorting`` (query order over a re-sorted stream), ``any-state`` (arrival order, runs start anywhere) and
+``selectivity`` (runs start only at the rarest component, the others wait in evicted buffers) -- of
+:class:`~engine.imprecise.orders.OrderedImpreciseMatcher`, its ``auto`` choice
+(:func:`engine.plan.choose.choose_order`), and the engine's closing-event evaluator, on the same wrap stream.
+Components are told apart by residues of ``v * 7`` so that every event fills at most one component (the case
+sorting assumes, digest I7): 4(b) against delta (l = 3, each component 1/20 of the events), 4(c) against the pattern
+length l, 4(d) with skewed component rates ``s1:s2:s3`` out of 600 residues (the same 120 = 20 % in all).  All
+orders output the same records (``tests/test_imprecise_orders.py``), so ``matches`` agree wherever a run finished.
 
 Throughput is events / CPU seconds of feed + flush; every configuration is time-boxed.  Never asserts.
 """
@@ -44,6 +50,7 @@ from benchmarks.bench_sasepp import Outcome, cell_rate, drive, header
 from benchmarks.common import fmt_int, fmt_rate, print_table
 from engine.events import Event
 from engine.imprecise.evaluator import ImpreciseMatcher
+from engine.imprecise.orders import OrderedImpreciseMatcher
 from engine.plan.compiler import compile_query
 from tests.point_based import PointBasedMatcher
 
@@ -166,20 +173,6 @@ def fig6(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------------------------------------------- Fig. 4(a)
 
 
-class PrunedImpreciseMatcher(ImpreciseMatcher):
-    """The engine's evaluator plus a buffer pruning every 1,024 events, whatever ``feed`` did.
-
-    A workaround for what looks like an engine bug (see benchmarks/README.md): ``ImpreciseMatcher.feed`` prunes its
-    buffers only on a feed that closes nothing, so on a stream where every event closes a signature (one event type,
-    as in Fig. 4(a)) the buffers keep the whole stream and every closing event scans all of it."""
-
-    def feed(self, ev: Event) -> list[dict]:
-        out = super().feed(ev)
-        if self.fed % 1024 == 0:
-            self._prune(self.safe)
-        return out
-
-
 def fig4a(args: argparse.Namespace) -> None:
     m1, m2, m3 = args.moduli
     text = (
@@ -193,7 +186,6 @@ def fig4a(args: argparse.Namespace) -> None:
         cq = compile_query(text, name="fig4a", strategy="skip_till_any_match", tick=1.0)
         matchers: list[tuple[str, Any]] = [
             ("event-based", ImpreciseMatcher(cq, 2 * delta)),
-            ("event-based, pruned", PrunedImpreciseMatcher(cq, 2 * delta)),
             ("point-based", PointBasedMatcher(text, tick=1.0, max_uncertainty=2 * delta, name="fig4a")),
         ]
         for label, m in matchers:
@@ -224,6 +216,96 @@ def fig4a(args: argparse.Namespace) -> None:
     )
 
 
+# ---------------------------------------------------------------------------------------------------- Fig. 4(c)/(d)
+
+FIG4_ORDERS = ("closing (engine)", "sorting", "any-state", "selectivity", "auto")
+
+
+def fig4_matcher(config: str, cq: Any, umax: int) -> Any:
+    if config == "closing (engine)":
+        return ImpreciseMatcher(cq, umax)
+    return OrderedImpreciseMatcher(cq, umax, order=config)
+
+
+def fig4_orders_table(args: argparse.Namespace, title: str, points: list[tuple[str, str]], events: list[Event],
+                      umax: int, streams: dict[str, tuple[list[Event], int]] | None = None) -> None:
+    """One row per (point, order) and a pivot of events/s; ``streams`` gives a point its own events and U_max."""
+    rows: list[list[str]] = []
+    pivot: list[list[str]] = []
+    for label, text in points:
+        if streams and label in streams:
+            events, umax = streams[label]
+        cq = compile_query(text, name="fig4", strategy="skip_till_any_match", tick=1.0)
+        results: dict[str, Outcome] = {}
+        for config in FIG4_ORDERS:
+            gc.collect()
+            m = fig4_matcher(config, cq, umax)
+            o = drive(m, events, args.fig4cd_budget, max_runs=args.max_runs, sample_every=args.chunk)
+            results[config] = o
+            chosen = ""
+            if isinstance(m, OrderedImpreciseMatcher):
+                chosen = f" -> {m.order}" if config == "auto" else ""
+                if m.order == "selectivity" and m.pivot is not None:
+                    chosen += f" (pivot {m.comps[m.pivot].var})"
+            rows.append([label, config + chosen, fmt_int(o.events), fmt_rate(o.rate),
+                         fmt_int(o.matches), fmt_int(o.runs_max), fmt_int(getattr(m, "eps", 0) or o.events),
+                         fmt_int(o.signatures), o.stopped or "-"])
+            del m
+        pivot.append([label] + [cell_rate(results[c]) for c in FIG4_ORDERS])
+    print_table(title, ["point", "order", "events", "events/s", "matches", "runs / buffered (max)", "roles offered",
+                        "DP evals", "stopped"], rows, plain=args.plain)
+    print_table(f"{title}: events/s (* = stopped on the budget)", ["point", *FIG4_ORDERS], pivot, plain=args.plain)
+
+
+def fig4cd(args: argparse.Namespace) -> None:
+    """Fig. 4(c) (pattern length) and 4(d) (skewed component rates): the paper's three run-based orders and the
+    engine's closing-event evaluator on the wrap stream.  Components are told apart by residues of a scrambled value,
+    ``(v * 7) % M``, so that every event fills at most one component (the case sorting assumes, digest I7)."""
+    delta, w, mod = args.fig4cd_delta, args.fig4_window, args.fig4cd_modulus
+    events = wrap_events(args.fig4cd_events, delta)
+    gc.freeze()
+    try:
+        if args.only in (None, "fig4cd", "fig4b"):
+            text = (f"PATTERN SEQ(E e1, E e2, E e3) WHERE e1.v * 7 % {mod} = 0 AND e2.v * 7 % {mod} = 1 AND "
+                    f"e3.v * 7 % {mod} = 2 WITHIN {w} s")
+            streams = {f"delta={d}": (wrap_events(args.fig4cd_events, d), 2 * d) for d in args.deltas_b}
+            fig4_orders_table(
+                args,
+                f"Imprecise-timestamp paper Fig. 4(b): {text.removeprefix('PATTERN ')} against delta, up to "
+                f"{args.fig4cd_events:,} events, budget {args.fig4cd_budget:g} CPU s",
+                [(label, text) for label in streams], events, 2 * delta, streams)
+            del streams
+        if args.only in (None, "fig4cd", "fig4c"):
+            points = []
+            for length in args.lengths:
+                preds = " AND ".join(f"e{j}.v * 7 % {mod} = {j - 1}" for j in range(1, length + 1))
+                comps = ", ".join(f"E e{j}" for j in range(1, length + 1))
+                points.append((f"l={length}", f"PATTERN SEQ({comps}) WHERE {preds} WITHIN {w} s"))
+            fig4_orders_table(
+                args,
+                f"Imprecise-timestamp paper Fig. 4(c): SEQ(E e1, ..., E el) WHERE ej.v * 7 % {mod} = j - 1 WITHIN {w} "
+                f"(each component 1/{mod} of the events), delta {delta}, up to {args.fig4cd_events:,} events, budget "
+                f"{args.fig4cd_budget:g} CPU s",
+                points, events, 2 * delta)
+        if args.only in (None, "fig4cd", "fig4d"):
+            points = []
+            dm = args.fig4d_modulus
+            for skew in args.skews:
+                s1, s2, s3 = skew
+                starts = (0, s1, s1 + s2)
+                preds = " AND ".join(f"e{j + 1}.v * 7 % {dm} >= {a} AND e{j + 1}.v * 7 % {dm} < {a + n}"
+                                     for j, (a, n) in enumerate(zip(starts, skew, strict=True)))
+                points.append((f"{s1}:{s2}:{s3}", f"PATTERN SEQ(E e1, E e2, E e3) WHERE {preds} WITHIN {w} s"))
+            fig4_orders_table(
+                args,
+                f"Imprecise-timestamp paper Fig. 4(d): SEQ(E e1, E e2, E e3), component rates s1:s2:s3 out of "
+                f"{args.fig4d_modulus} residues of v * 7 (the same {sum(args.skews[0])} in all), WITHIN {w}, delta "
+                f"{delta}, up to {args.fig4cd_events:,} events, budget {args.fig4cd_budget:g} CPU s",
+                points, events, 2 * delta)
+    finally:
+        gc.unfreeze()
+
+
 # ---------------------------------------------------------------------------------------------------- main
 
 
@@ -234,7 +316,8 @@ def _ints(text: str) -> list[int]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python3 -m benchmarks.bench_imprecise", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: tiny streams, few configurations")
-    ap.add_argument("--only", choices=("fig6", "fig4a"), help="run one part only")
+    ap.add_argument("--only", choices=("fig6", "fig4a", "fig4cd", "fig4b", "fig4c", "fig4d"),
+                    help="run one part only (fig4cd: 4(b), 4(c) and 4(d))")
     ap.add_argument("--budget", type=float, help="CPU seconds per configuration (default 20, quick 0.05)")
     ap.add_argument("--size", type=int, default=10, help="interval size in points for Fig. 6 (default 10)")
     ap.add_argument("--windows", help="W of the sparse Fig. 6 sweep (default 1000,10000,100000)")
@@ -247,6 +330,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--fig4-window", type=int, default=100, help="W of Fig. 4(a) (default 100)")
     ap.add_argument("--fig4-events", type=int, help="events per delta in Fig. 4(a) (default 20000)")
     ap.add_argument("--fig4-budget", type=float, help="CPU seconds per Fig. 4(a) configuration (default 8)")
+    ap.add_argument("--deltas-b", help="half-interval sizes of Fig. 4(b) (default 1,5,20,50)")
+    ap.add_argument("--lengths", help="pattern lengths of Fig. 4(c) (default 2,3,4,5,6)")
+    ap.add_argument("--skews", help="s1:s2:s3 component rates of Fig. 4(d), out of --fig4d-modulus residues "
+                    "(default 40:40:40,80:30:10,100:15:5,110:9:1,116:3:1)")
+    ap.add_argument("--fig4cd-modulus", type=int, default=20, help="M of Fig. 4(c): each component 1/M (default 20)")
+    ap.add_argument("--fig4d-modulus", type=int, default=600, help="residues of Fig. 4(d) (default 600)")
+    ap.add_argument("--fig4cd-delta", type=int, default=5, help="half interval of Fig. 4(c)/(d) (default 5)")
+    ap.add_argument("--fig4cd-events", type=int, help="events per Fig. 4(c)/(d) point (default 20000)")
+    ap.add_argument("--fig4cd-budget", type=float, help="CPU seconds per Fig. 4(c)/(d) configuration (default 5)")
     ap.add_argument("--max-runs", type=int, default=300_000, help="stop the point-based matcher above this many runs")
     ap.add_argument("--chunk", type=int, default=100, help="events between budget checks / samples")
     ap.add_argument("--seed", type=int, default=1)
@@ -267,6 +359,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.fig4_events = args.fig4_events or (300 if q else 20_000)
     args.fig4_budget = args.fig4_budget if args.fig4_budget is not None else (0.05 if q else 8.0)
     args.fig6_configs = ["On-the-fly", "DP 0.9", "Collapsed"] if q else FIG6_CONFIGS
+    args.lengths = _ints(args.lengths or ("2,3" if q else "2,3,4,5,6"))
+    args.deltas_b = _ints(args.deltas_b or ("1,5" if q else "1,5,20,50"))
+    pairs = args.skews or ("40:40:40,116:3:1" if q else "40:40:40,80:30:10,100:15:5,110:9:1,116:3:1")
+    args.skews = [tuple(int(v) for v in p.split(":")) for p in pairs.split(",") if p.strip()]
+    if any(len(sk) != 3 or min(sk) < 1 for sk in args.skews):
+        ap.error("--skews takes s1:s2:s3 triples of positive integers")
+    args.fig4cd_events = args.fig4cd_events or (300 if q else 20_000)
+    args.fig4cd_budget = args.fig4cd_budget if args.fig4cd_budget is not None else (0.05 if q else 5.0)
     return args
 
 
@@ -280,6 +380,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             fig6(args)
         if args.only in (None, "fig4a"):
             fig4a(args)
+        if args.only in (None, "fig4cd", "fig4b", "fig4c", "fig4d"):
+            fig4cd(args)
     finally:
         gc.unfreeze()
     print(f"\ntotal wall time {time.perf_counter() - started:.1f} s")

@@ -8,12 +8,22 @@ last component (for a trailing Kleene set: its canonically last element) are enu
 safe-emit bound -- and each is enumerated exactly once.
 
 Enumeration walks the components backwards from ``z`` over buffered candidates, pruned by interval order, window and
-equivalence; each complete assignment gets its exact confidence from :mod:`engine.imprecise.confidence`.  When the
-query is monotone (adding events never raises confidence, :mod:`engine.plan.consistency`):
+equivalence; each complete assignment gets its exact confidence from :mod:`engine.imprecise.confidence`.  The
+buffers are sorted by lower bound and indexed by the first equivalence attribute (events without it -- cluster-wide
+Ganglia events -- in a shared list every key sees), so a candidate range is two bisections at the window floor and
+the closing event's upper bound, within the bound key once one is chosen.  Before any enumeration, the predicates
+naming only ``z`` are checked and every other component must have a candidate in ``[floor, z]`` (a rare component,
+such as Q5's ``Imbalance``, stops most closings: the selectivity-order idea of the imprecise-timestamp paper applied
+to one closing); after each singleton, the Kleene components beside it must still have a candidate between their
+chosen neighbours.  These prunings only skip subtrees that yield nothing, so the enumeration order and the records
+are unchanged.  When the query is monotone (adding events never raises confidence, :mod:`engine.plan.consistency`):
 
 - ``all`` mode prunes a Kleene subset as soon as its confidence falls below the threshold (SASE++ Algorithm 1);
 - ``distinct`` and ``collapsed`` only need one element per Kleene set: the best signature of a RETURN value, and the
   events of a collapsed record, come from single-element choices -- polynomial instead of exponential.
+
+The paper's run-based evaluation orders (query order over a sorted stream, any-state, selectivity order) are in
+:mod:`engine.imprecise.orders`, for SEQ of singletons; they give the same records.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
+from collections.abc import Iterable
 from typing import Any
 
 from engine.events import Event
@@ -31,21 +42,62 @@ from engine.plan.consistency import classify, false_consistent, is_monotone
 from engine.plan.predicates import KleeneCell, Placement, compile_expr, references
 
 NEG_INF = -math.inf
-PRUNE_EVERY = 1024  # events between buffer prunings (each is O(buffered events))
 
 
 def _canon(e: Event) -> tuple:
     return (e.tlo, e.thi, e.seq)
 
 
-class _TypeBuffer:
-    """Buffered events of one type, in arrival order, with their lower bounds for range look-ups."""
+class _Keyed:
+    """The events of one type and one partition key (or without the key), sorted like their type buffer."""
 
-    __slots__ = ("events", "los")
+    __slots__ = ("events", "los", "arrs")
 
     def __init__(self) -> None:
         self.events: list[Event] = []
         self.los: list[int] = []
+        self.arrs: list[int] = []
+
+    def add(self, e: Event, arr: int) -> None:
+        if not self.los or e.tlo >= self.los[-1]:
+            self.events.append(e)
+            self.los.append(e.tlo)
+            self.arrs.append(arr)
+        else:
+            i = bisect_left(self.los, e.tlo + 1)
+            self.events.insert(i, e)
+            self.los.insert(i, e.tlo)
+            self.arrs.insert(i, arr)
+
+    def bounds(self, lo_from: float, hi_exclusive: float) -> tuple[int, int]:
+        los = self.los
+        i = 0 if lo_from == NEG_INF else bisect_left(los, lo_from)
+        j = len(los) if hi_exclusive == math.inf else bisect_left(los, hi_exclusive)
+        return i, j
+
+    def prune(self, min_thi: float) -> None:
+        keep = [k for k, e in enumerate(self.events) if e.thi >= min_thi]
+        if len(keep) != len(self.events):
+            self.events = [self.events[k] for k in keep]
+            self.los = [self.los[k] for k in keep]
+            self.arrs = [self.arrs[k] for k in keep]
+
+
+class _TypeBuffer:
+    """Buffered events of one type sorted by lower bound (ties in arrival order), for range look-ups by bisection,
+    and the same events indexed by the value of the query's first equivalence attribute (``key``; events without it in
+    a shared list that every key sees).  ``width`` is the widest interval seen, so that the events whose upper bound
+    can reach a floor start at or after ``floor - width``."""
+
+    __slots__ = ("events", "los", "width", "key", "keyed", "arrived")
+
+    def __init__(self, key: str | None = None) -> None:
+        self.events: list[Event] = []
+        self.los: list[int] = []
+        self.width = 0
+        self.key = key
+        self.keyed: dict[Any, _Keyed] = {}
+        self.arrived = 0
 
     def add(self, e: Event) -> None:
         # Arrival order is nearly lower-bound order; keep the list sorted by tlo for bisection.
@@ -56,18 +108,75 @@ class _TypeBuffer:
             i = bisect_left(self.los, e.tlo + 1)
             self.events.insert(i, e)
             self.los.insert(i, e.tlo)
+        w = e.thi - e.tlo
+        if w > self.width:
+            self.width = w
+        if self.key is not None:
+            v = e.attrs.get(self.key)
+            sub = self.keyed.get(v)
+            if sub is None:
+                sub = self.keyed[v] = _Keyed()
+            sub.add(e, self.arrived)
+            self.arrived += 1
 
-    def below(self, hi_exclusive: float) -> list[Event]:
-        """Events whose lower bound is < ``hi_exclusive``."""
-        if hi_exclusive == math.inf:
-            return self.events
-        return self.events[: bisect_left(self.los, hi_exclusive)]
+    def span(self, floor: float, hi_exclusive: float) -> list[Event]:
+        """Events whose lower bound is < ``hi_exclusive`` and whose upper bound may be >= ``floor`` (a superset: the
+        caller still tests ``thi``)."""
+        los = self.los
+        i = 0 if floor == NEG_INF else bisect_left(los, floor - self.width)
+        j = len(los) if hi_exclusive == math.inf else bisect_left(los, hi_exclusive)
+        return self.events[i:j]
+
+    def span_key(self, value: Any, floor: float, hi_exclusive: float) -> list[Event]:
+        """:meth:`span` restricted to the events whose key is ``value`` or missing (``value`` not None), in the same
+        order."""
+        lo_from = NEG_INF if floor == NEG_INF else floor - self.width
+        mine = self.keyed.get(value)
+        shared = self.keyed.get(None)
+        if shared is None or not shared.events:
+            if mine is None:
+                return []
+            i, j = mine.bounds(lo_from, hi_exclusive)
+            return mine.events[i:j]
+        i2, j2 = shared.bounds(lo_from, hi_exclusive)
+        if mine is None or not mine.events:
+            return shared.events[i2:j2]
+        i1, j1 = mine.bounds(lo_from, hi_exclusive)
+        if i1 == j1:
+            return shared.events[i2:j2]
+        if i2 == j2:
+            return mine.events[i1:j1]
+        a, b = mine, shared  # merge by (tlo, arrival): the order of the type buffer
+        out = []
+        while i1 < j1 and i2 < j2:
+            if (a.los[i1], a.arrs[i1]) <= (b.los[i2], b.arrs[i2]):
+                out.append(a.events[i1])
+                i1 += 1
+            else:
+                out.append(b.events[i2])
+                i2 += 1
+        out.extend(a.events[i1:j1])
+        out.extend(b.events[i2:j2])
+        return out
+
+    def candidates(self, eqv: tuple, floor: float, hi_exclusive: float) -> list[Event]:
+        """:meth:`span`, through the key index when the key is bound in ``eqv`` (its first entry)."""
+        if self.key is not None and eqv[0] is not None:
+            return self.span_key(eqv[0], floor, hi_exclusive)
+        return self.span(floor, hi_exclusive)
 
     def prune(self, min_thi: float) -> None:
-        keep = [e for e in self.events if e.thi >= min_thi]
-        if len(keep) != len(self.events):
-            self.events = keep
-            self.los = [e.tlo for e in keep]
+        gone = [e for e in self.events if e.thi < min_thi]
+        if gone:
+            self.events = [e for e in self.events if e.thi >= min_thi]
+            self.los = [e.tlo for e in self.events]
+            if self.key is not None:
+                for v in {e.attrs.get(self.key) for e in gone}:
+                    sub = self.keyed.get(v)
+                    if sub is not None:
+                        sub.prune(min_thi)
+                        if not sub.events:
+                            del self.keyed[v]
 
 
 class ImpreciseMatcher:
@@ -89,10 +198,11 @@ class ImpreciseMatcher:
         self.singles = self.mode == "collapsed" or (self.mode == "distinct" and is_monotone(cq.ast, returns_too=True))
         self._plan_enumeration()
         self.buffers: dict[str, _TypeBuffer] = {}
+        key = self.attrs[0] if self.attrs else None
         for c in self.comps:
-            self.buffers.setdefault(c.type, _TypeBuffer())
+            self.buffers.setdefault(c.type, _TypeBuffer(key))
         for neg in cq.negations:
-            self.buffers.setdefault(neg.type, _TypeBuffer())
+            self.buffers.setdefault(neg.type, _TypeBuffer(key))
         self.last_type = self.comps[-1].type
         self.trailing = self.comps[-1].kleene
         self.pending: list[tuple[int, int, Event]] = []  # (thi, seq, closing event)
@@ -100,6 +210,10 @@ class ImpreciseMatcher:
         self.umax = max_uncertainty
         self.held: dict[Any, list] = {}  # distinct: value key -> [confidence, record, deadline]
         self.next_deadline = math.inf  # the earliest deadline among held records
+        self.wake = math.inf  # feed closes once the safe bound passes this: min(pending thi, next_deadline if held)
+        # Buffers are pruned each time the safe bound has moved on by a quarter window (only memory depends on it).
+        self.prune_step = max(1, self.window // 4) if self.window is not None else math.inf
+        self.prune_at = NEG_INF
         self.fed = 0
         self.emitted: set = set()
         self.signatures = 0
@@ -117,6 +231,7 @@ class ImpreciseMatcher:
         self.singleton_checks: dict[int, list] = {}
         self.kleene_filters: dict[int, list] = {}
         self.set_filters: dict[int, list] = {}  # false-value consistent: false on all candidates -> no subset
+        self.z_filters: list = []  # true-false filters naming only a trailing Kleene variable: tried on z first
         complete = Placement(None, "complete", index, {})
         negated = {n.var for n in cq.negations}
         # Components whose variable no predicate or RETURN names, with no negation beside them: their candidates
@@ -133,6 +248,10 @@ class ImpreciseMatcher:
             if set(refs) & negated or id(expr) in cq.forall:
                 continue
             kvars = set(refs) & kleene
+            last = comps[-1]
+            if (last.kleene and self.early_filters and set(refs) == {last.var} and not (refs[last.var] - {"i"})
+                    and classify(expr, last.var) == "true-false"):
+                self.z_filters.append(compile_expr(expr, Placement(last.var, "begin", index, {})))
             if not kvars and refs:
                 earliest = min(index[v] for v in refs)
                 self.singleton_checks.setdefault(earliest, []).append(compile_expr(expr, complete))
@@ -154,9 +273,11 @@ class ImpreciseMatcher:
         return self.now - self.umax
 
     def feed(self, ev: Event) -> list[dict]:
-        if ev.tlo > self.now:
-            self.now = ev.tlo
-        width = ev.thi - ev.tlo
+        tlo = ev.tlo
+        now = self.now
+        if tlo > now:
+            self.now = now = tlo
+        width = ev.thi - tlo
         if width > self.umax:
             self.umax = width
         buf = self.buffers.get(ev.type)
@@ -164,11 +285,63 @@ class ImpreciseMatcher:
             buf.add(ev)
             if ev.type == self.last_type:
                 heapq.heappush(self.pending, (ev.thi, ev.seq, ev))
-        safe = self.now - self.umax
+                if ev.thi < self.wake:
+                    self.wake = ev.thi
         self.fed += 1
-        if self.fed % PRUNE_EVERY == 0:
+        safe = now - self.umax
+        if safe >= self.prune_at:
             self._prune(safe)
-        if (self.pending and self.pending[0][0] < safe) or (self.held and self.next_deadline < safe):
+        if safe > self.wake:  # a pending closing event or a held distinct record is due
+            return self._close(safe)
+        return []
+
+    def feed_many(self, events: Iterable[Event]) -> list[dict]:
+        """``feed`` each event in turn and concatenate the records (the same records, in the same order).
+
+        An event of a type the query does not name only moves the safe bound; here that costs a few local-variable
+        updates instead of a method call, which is most of a pack's per-query cost on a Hadoop stream."""
+        out: list[dict] = []
+        relevant = self.buffers
+        feed = self.feed
+        now, umax, fed = self.now, self.umax, self.fed
+        wake, prune_at = self.wake, self.prune_at
+        for ev in events:
+            if ev.type in relevant:
+                self.now, self.umax, self.fed = now, umax, fed
+                got = feed(ev)
+                if got:
+                    out.extend(got)
+                now, umax, fed = self.now, self.umax, self.fed
+                wake, prune_at = self.wake, self.prune_at
+                continue
+            tlo = ev.tlo
+            if tlo > now:
+                now = tlo
+            width = ev.thi - tlo
+            if width > umax:
+                umax = width
+            fed += 1
+            safe = now - umax
+            if safe > wake or safe >= prune_at:
+                self.now, self.umax, self.fed = now, umax, fed
+                if safe >= prune_at:
+                    self._prune(safe)
+                if safe > wake:
+                    out.extend(self._close(safe))
+                wake, prune_at = self.wake, self.prune_at
+        self.now, self.umax, self.fed = now, umax, fed
+        return out
+
+    def advance(self, now: float, umax: int, fed: int) -> list[dict]:
+        """What ``feed`` does for events of types the query does not name, given the clock they leave behind: the
+        largest lower bound ``now``, the widest interval ``umax`` and the events counted ``fed``
+        (:class:`engine.runtime.matcher.PackFeeder` calls it only when the safe bound passes :attr:`wake` or
+        :attr:`prune_at`, and sets the clock lazily before each ``feed``)."""
+        self.now, self.umax, self.fed = now, umax, fed
+        safe = now - umax
+        if safe >= self.prune_at:
+            self._prune(safe)
+        if safe > self.wake:
             return self._close(safe)
         return []
 
@@ -177,6 +350,7 @@ class ImpreciseMatcher:
         for key in list(self.held):
             out.append(self._release(key))
         self.matches += len(out)
+        self.wake = math.inf
         return out
 
     def runs_alive(self) -> int:
@@ -192,10 +366,12 @@ class ImpreciseMatcher:
             for key in [k for k, v in self.held.items() if v[2] < safe]:
                 out.append(self._release(key))
             self.next_deadline = min((v[2] for v in self.held.values()), default=math.inf)
+        self.wake = min(pending[0][0] if pending else math.inf, self.next_deadline if self.held else math.inf)
         self.matches += len(out)
         return out
 
     def _prune(self, safe: float) -> None:
+        self.prune_at = safe + self.prune_step
         if self.window is None:
             return
         horizon = safe - self.umax
@@ -225,6 +401,14 @@ class ImpreciseMatcher:
         assignment: list = [None] * self.m
         if not self.trailing:
             assignment[-1] = [z]
+            if not self._singleton_checks_pass(self.m - 1, assignment):
+                return  # predicates naming only the closing event: before any enumeration
+        elif any(not f([None] * self.m, z) for f in self.z_filters):
+            return
+        # Every other component needs a candidate in [floor, z]: a rare type (Ganglia Imbalance) stops most closings.
+        for comp in self.comps[:-1]:
+            if not self._exists(comp.type, eqv, floor, NEG_INF, z.thi + 1, None):
+                return
         self._assign_singletons(len(self.singleton_order) - (0 if self.trailing else 1), assignment, eqv, floor,
                                 z, out)
 
@@ -238,7 +422,7 @@ class ImpreciseMatcher:
         before = self._upper_bound(j, assignment, z)
         used = {id(e) for evs in assignment if evs for e in evs}
         cands = []
-        for e in self.buffers[self.comps[j].type].below(before):
+        for e in self.buffers[self.comps[j].type].candidates(eqv, floor, before):
             if e.thi < floor or id(e) in used:
                 continue
             eqv2 = self._bind_eq(eqv, e)
@@ -252,8 +436,37 @@ class ImpreciseMatcher:
                 continue
             if j == self.return_ready and self._return_key(assignment) in self.emitted:
                 continue  # distinct: this value is already out
+            if not self._kleene_fillable(j, assignment, eqv2, floor, z):
+                continue
             self._assign_singletons(pos - 1, assignment, eqv2, floor, z, out)
         assignment[j] = None
+
+    def _exists(self, etype: str, eqv: tuple, floor: float, after: float, before: float, used: set | None,
+                z: Event | None = None) -> bool:
+        """Is there a buffered event of ``etype`` with ``thi >= floor``, ``thi > after``, ``tlo < before``, not in
+        ``used``, not ``z``, consistent with the equivalence binding ``eqv``?  (A necessary condition, by bisection.)"""
+        least = floor if floor > after else after + 1
+        for e in self.buffers[etype].candidates(eqv, least, before):
+            if e.thi < least or e is z or (used is not None and id(e) in used):
+                continue
+            if self._bind_eq(eqv, e) is not None:
+                return True
+        return False
+
+    def _kleene_fillable(self, j: int, assignment: list, eqv: tuple, floor: float, z: Event) -> bool:
+        """After choosing singleton ``j``: can the Kleene components beside it still get an element between their
+        nearest chosen neighbours?  Prunes before the remaining singletons are enumerated (Q5: no Imbalance between
+        a reducer's start and end stops the search before the Balance candidates)."""
+        used = None
+        for k in (j - 1, j + 1):
+            if k < 0 or k >= self.m or not self.comps[k].kleene or (self.trailing and k == self.m - 1):
+                continue
+            if used is None:
+                used = {id(e) for evs in assignment if evs for e in evs}
+            if not self._exists(self.comps[k].type, eqv, floor, self._lower_bound(k, assignment),
+                                self._upper_bound(k, assignment, z), used, z):
+                return False
+        return True
 
     @staticmethod
     def _undominated_first(cands: list, next_lo: int) -> list:
@@ -302,7 +515,7 @@ class ImpreciseMatcher:
             after = self._lower_bound(k, assignment)
             filters = self.kleene_filters.get(k, ())
             cands = []
-            for e in self.buffers[self.comps[k].type].below(before):
+            for e in self.buffers[self.comps[k].type].candidates(eqv, floor, before):
                 if e.thi < floor or e.thi <= after or id(e) in used or e is z:
                     continue
                 if fixed is not None and _canon(e) >= _canon(fixed):
@@ -427,7 +640,7 @@ class ImpreciseMatcher:
             lo = min(e.tlo for e in assignment[neg.after])
             hi = max(e.thi for e in assignment[neg.after + 1])
             cands = []
-            for e in self.buffers[neg.type].below(hi):
+            for e in self.buffers[neg.type].candidates(eqv, lo + 1, hi):
                 if e.thi <= lo or id(e) in members:
                     continue
                 if not self._eq_consistent(eqv, e):

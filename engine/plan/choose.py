@@ -12,6 +12,10 @@ evaluator      runs
                (:class:`engine.imprecise.evaluator.ImpreciseMatcher`)
 ``nfa``        per-match output under the other strategies: the NFA^b runtime (:class:`engine.runtime.matcher.Matcher`)
 =============  ==========================================================================================
+
+:func:`choose_order` is the rule for the imprecise-timestamp paper's run-based evaluation orders
+(:class:`engine.imprecise.orders.OrderedImpreciseMatcher`, ``order="auto"``): selectivity order when the component
+rates are skewed, query-order sorting otherwise.
 """
 
 from __future__ import annotations
@@ -20,9 +24,15 @@ from dataclasses import dataclass
 
 from engine.plan.compiler import CompiledQuery
 
-__all__ = ["EVALUATORS", "Choice", "choose", "choose_evaluator", "explain_plan"]
+__all__ = ["EVALUATORS", "SKEW", "Choice", "choose", "choose_evaluator", "choose_order", "explain_plan"]
 
 EVALUATORS = ("greta", "enumerate", "imprecise", "nfa")
+
+#: ``choose_order`` picks selectivity order when the first component has at least this many times the events of the
+#: rarest one (digest-imprecise 7.2 and 8: sorting wins on even rates, Fig. 4(c); selectivity order on skewed rates,
+#: Fig. 4(d) and the Hadoop case study).  Calibrated by ``python3 -m benchmarks.bench_imprecise --only fig4d``
+#: (benchmarks/README.md): a tie at 8x (80:30:10), selectivity ahead by ~30 % at 110x; sorting ahead on even rates.
+SKEW = 8.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,22 @@ def choose(cq: CompiledQuery) -> Choice:
                                    "possible-worlds confidence")
     return Choice("nfa", f"per-match output under {cq.strategy}: the NFA^b runtime, imprecise events at their "
                          "midpoints")
+
+
+def choose_order(rates: list[int] | list[float]) -> tuple[str, str]:
+    """The evaluation order of :class:`engine.imprecise.orders.OrderedImpreciseMatcher` for per-component event
+    counts (or rates) ``rates``, with a one-line reason: ``selectivity`` when the first component is at least
+    :data:`SKEW` times as frequent as the rarest (sorting would start a run at every first-component event, most of
+    which expire before a rare later event comes), else ``sorting`` (runs start only at the first component and
+    events are fed once, in query order).  ``any-state`` is never chosen: it starts a run at every event of every
+    component and loses to both (Fig. 4(b)-(d))."""
+    first = rates[0] if rates else 0
+    least = min(rates, default=0)
+    if len(rates) > 1 and first > 0 and first >= SKEW * max(least, 1e-9) and least < first:
+        return "selectivity", (f"first component {first:g} events vs {least:g} for the rarest: skewed "
+                               f"(>= {SKEW:g}x), buffered first-component events expire unread")
+    return "sorting", (f"component rates {', '.join(f'{r:g}' for r in rates)}: not skewed (< {SKEW:g}x), query "
+                       "order from the first component")
 
 
 def choose_evaluator(cq: CompiledQuery) -> str:

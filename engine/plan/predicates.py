@@ -32,7 +32,9 @@ class KleeneCell:
     ``b[]`` and ``b[..i-1]`` cost O(1) and cloning a run never copies the list.
     """
 
-    __slots__ = ("event", "prev", "length", "first", "aggs")
+    # ``ids`` (left unset until the runtime's record builder asks): ``[sorted ids, last sort key, lo, hi]`` shared
+    # along a chain while each new cell extends the sorted order at the end (engine.runtime.matcher).
+    __slots__ = ("event", "prev", "length", "first", "aggs", "ids")
 
     def __init__(self, event: Event, prev: KleeneCell | None, aggs: tuple) -> None:
         self.event = event
@@ -79,6 +81,19 @@ def make_aggs_step(attrs: tuple[str, ...]) -> Callable[[tuple | None, Event], tu
     """Return ``step(prev_aggs, event) -> aggs`` folding ``event``'s values of ``attrs`` into the running tuples."""
     if not attrs:
         return lambda prev, ev: ()
+    if len(attrs) == 1 and attrs[0] != "ts":
+        (attr,) = attrs
+
+        def step1(prev: tuple | None, ev: Event) -> tuple:
+            # One aggregated attribute (the Hadoop pack's case), numbers so far: the fold inline.
+            v = ev.attrs.get(attr)
+            entry = None if prev is None else prev[0]
+            if entry is None or entry[0] is None or (type(v) is not float and type(v) is not int):
+                return (_fold(entry, v),)
+            s, n, lo, hi = entry  # a numeric sum: every value so far was a number, so lo and hi are too
+            return (s + v, n + 1, v if v < lo else lo, v if v > hi else hi),
+
+        return step1
 
     def step(prev: tuple | None, ev: Event) -> tuple:
         if prev is None:

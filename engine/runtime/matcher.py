@@ -8,6 +8,8 @@ Ganglia event) visits every pool.  Runs die when their window has passed; pools 
 
 Events must be fed in time order (``Event.t``, ties in input order); :func:`match_events` sorts a finite list.
 Events with intervals are evaluated at their midpoint here; exact confidence comes from ``engine.imprecise``.
+``feed_many`` takes a batch (the same records as ``feed`` per event); :class:`PackFeeder` feeds a whole query pack
+in one pass, each event only to the matchers that name its type.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ class Matcher:
         self._future = self._future_forms() if self.distinct and self.any else None
         self._step = self._step_any if self.any else self._step_next
         self.shed_runs = 0  # runs removed by shed() (engine.shedding); the hot path never reads it
+        self.first_type = cq.components[0].type
 
     # ------------------------------------------------------------------ public
 
@@ -105,9 +108,34 @@ class Matcher:
         pools = self.pools
         if self.partitioned:
             x = ev.attrs.get(self.attr0)
-            keys: Iterable = list(pools) if x is None else (x, None)
+            if x is None:
+                self._step_pools(list(pools), ev, t, out)
+            else:
+                runs = pools.get(x)  # the event's own pool (the common case, inline), then the unbound runs
+                if runs:
+                    step = self._step
+                    kept: list[Run] = []
+                    for r in runs:
+                        step(r, ev, t, kept, out)
+                    if self._future is not None and len(kept) > len(runs):
+                        kept = self._merge(kept)
+                    if kept:
+                        pools[x] = kept
+                    else:
+                        del pools[x]
+                if None in pools:
+                    self._step_pools((None,), ev, t, out)
         else:
-            keys = (None,)
+            self._step_pools((None,), ev, t, out)
+        if etype == self.first_type:
+            self._start(ev, t, out)
+        if out:
+            self.matches += len(out)
+        return out
+
+    def _step_pools(self, keys: Iterable, ev: Event, t: float, out: list[dict]) -> None:
+        """Step the runs of the pools ``keys``; runs of the unbound pool that bound the key move to its pool."""
+        pools = self.pools
         moved: list[Run] = []
         step = self._step
         for key in keys:
@@ -128,8 +156,36 @@ class Matcher:
                 del pools[key]
         for r in moved:
             pools.setdefault(r.eqv[0], []).append(r)
-        self._start(ev, t, out)
-        self.matches += len(out)
+
+    def feed_many(self, events: Iterable[Event]) -> list[dict]:
+        """``feed`` each event in turn and concatenate the records (the same records, in the same order).
+
+        Under the skipping strategies an event of a type the query does not name only moves the clock (and counts
+        towards the periodic sweep); here that costs a few local-variable updates instead of a method call."""
+        if not self.skip_irrelevant:
+            return [r for ev in events for r in self.feed(ev)]
+        out: list[dict] = []
+        slow = self.relevant | self.neg_types
+        feed = self.feed
+        now, fed = self.now, self.fed
+        for ev in events:
+            if ev.type in slow:
+                self.now, self.fed = now, fed
+                got = feed(ev)
+                if got:
+                    out.extend(got)
+                now, fed = self.now, self.fed
+                continue
+            t = ev.t
+            if t < now:
+                self.now, self.fed = now, fed
+                raise OutOfOrderError(f"event {ev.id} at tick {t} arrived after tick {now}")
+            now = t
+            fed += 1
+            if fed % SWEEP_EVERY == 0:
+                self.now, self.fed = now, fed
+                self.sweep()
+        self.now, self.fed = now, fed
         return out
 
     def flush(self) -> list[dict]:
@@ -248,9 +304,9 @@ class Matcher:
         return True
 
     def _bind_eqv(self, r: Run, ev: Event) -> None:
-        if not self.attrs:
-            return
         eqv = r.eqv
+        if None not in eqv:
+            return  # every attribute bound (or none to bind): nothing changes
         attrs = ev.attrs
         new = None
         for i, attr in enumerate(self.attrs):
@@ -503,17 +559,18 @@ class Matcher:
         hi = NEG_INF
         for comp, b in zip(self.comps, r.bind, strict=True):
             if comp.kleene:
-                evs = b.events()
-                if len(evs) > 1:
-                    evs.sort(key=lambda e: (e.tlo, e.thi, e.id))
+                ids, klo, khi = _kleene_ids(b)
+                match[comp.var] = ids
+                if klo < lo:
+                    lo = klo
+                if khi > hi:
+                    hi = khi
             else:
-                evs = [b]
-            match[comp.var] = [e.id for e in evs]
-            for e in evs:
-                if e.lo < lo:
-                    lo = e.lo
-                if e.hi > hi:
-                    hi = e.hi
+                match[comp.var] = [b.id]
+                if b.lo < lo:
+                    lo = b.lo
+                if b.hi > hi:
+                    hi = b.hi
         return {
             "query": self.name,
             "match": match,
@@ -522,6 +579,43 @@ class Matcher:
             "end": hi,
             "return": returned,
         }
+
+
+def _kleene_ids(cell: KleeneCell) -> tuple[list[str], float, float]:
+    """The ids of a Kleene binding in SPEC order (by interval, then id) and the earliest ``lo`` / latest ``hi``.
+
+    A trailing Kleene component under skip_till_next_match outputs a record at every element it takes, each listing
+    every element so far: rebuilding and sorting that list per record made a job's records quadratic in Python work.
+    The sorted list is cached on the cell and shared along the chain while each new element sorts last (events come
+    in time order, so it nearly always does); a record copies it with one slice."""
+    cache = getattr(cell, "ids", None)
+    if cache is not None and len(cache[0]) == cell.length:
+        return cache[0][:], cache[2], cache[3]
+    prev = cell.prev
+    if prev is not None and cache is None:
+        pc = getattr(prev, "ids", None)
+        if pc is not None and len(pc[0]) == prev.length:
+            e = cell.event
+            key = (e.tlo, e.thi, e.id)
+            if key > pc[1]:
+                pc[0].append(e.id)
+                pc[1] = key
+                if e.lo < pc[2]:
+                    pc[2] = e.lo
+                if e.hi > pc[3]:
+                    pc[3] = e.hi
+                cell.ids = pc
+                return pc[0][:], pc[2], pc[3]
+    evs = cell.events()
+    if len(evs) > 1:
+        evs.sort(key=lambda e: (e.tlo, e.thi, e.id))
+    ids = [e.id for e in evs]
+    lo = min(e.lo for e in evs)
+    hi = max(e.hi for e in evs)
+    last = evs[-1]
+    if cache is None:
+        cell.ids = [ids, (last.tlo, last.thi, last.id), lo, hi]
+    return ids[:], lo, hi
 
 
 def sort_events(events: Iterable[Event]) -> list[Event]:
@@ -550,6 +644,120 @@ def make_matcher(cq: CompiledQuery, max_uncertainty: int = 0):
 
         return ImpreciseMatcher(cq, max_uncertainty)
     return Matcher(cq)
+
+
+class PackFeeder:
+    """Feed one stream to several matchers (a query pack) in one pass, each event only to the matchers that name
+    its type: the same records, in the same order, as feeding every event to every matcher in turn.
+
+    An event of a type a matcher does not name only moves that matcher's clock: for the NFA^b runtime under the
+    skipping strategies the last time (and a sweep every 4,096 events), for the imprecise evaluator the largest
+    lower bound and the widest interval, which decide its safe bound.  The feeder keeps that clock once for the
+    whole pack, hands it to a matcher just before feeding it, and calls an imprecise evaluator in between only when
+    the pack's safe bound passes the next moment it has work (a closing event or a held record due, a pruning).
+    Other matchers (GRETA, subclasses that override ``feed``) get every event."""
+
+    def __init__(self, matchers: list, max_uncertainty: int = 0) -> None:
+        from engine.imprecise.evaluator import ImpreciseMatcher
+
+        self.matchers = list(matchers)
+        self.imprecise = [i for i, m in enumerate(self.matchers)
+                          if type(m).feed is ImpreciseMatcher.feed and isinstance(m, ImpreciseMatcher)]
+        self.nfa = [i for i, m in enumerate(self.matchers)
+                    if type(m).feed is Matcher.feed and isinstance(m, Matcher) and m.skip_irrelevant]
+        self.always = [i for i in range(len(self.matchers)) if i not in self.imprecise and i not in self.nfa]
+        self.routes: dict[str, tuple[int, ...]] = {}
+        self.now = NEG_INF  # largest lower bound (imprecise clock)
+        self.umax = max((self.matchers[i].umax for i in self.imprecise), default=max_uncertainty)
+        self.last_t = NEG_INF  # time of the last event (NFA^b clock)
+        self.fed = 0
+        self._due()
+
+    def _route(self, etype: str) -> tuple[int, ...]:
+        ms = self.matchers
+        route = set(self.always)
+        route.update(i for i in self.imprecise if etype in ms[i].buffers)
+        route.update(i for i in self.nfa if etype in ms[i].relevant or etype in ms[i].neg_types)
+        out = self.routes[etype] = tuple(sorted(route))
+        return out
+
+    def _due(self) -> None:
+        ms = self.matchers
+        self.wake = min((ms[i].wake for i in self.imprecise), default=math.inf)
+        self.prune_at = min((ms[i].prune_at for i in self.imprecise), default=math.inf)
+
+    def feed(self, ev: Event) -> list[dict]:
+        return self.feed_many((ev,))
+
+    def feed_many(self, events: Iterable[Event]) -> list[dict]:
+        out: list[dict] = []
+        ms = self.matchers
+        routes = self.routes
+        imprecise, nfa = self.imprecise, self.nfa
+        now, umax, last_t, fed = self.now, self.umax, self.last_t, self.fed
+        wake, prune_at = self.wake, self.prune_at
+        for ev in events:
+            route = routes.get(ev.type)
+            if route is None:
+                route = self._route(ev.type)
+            t = ev.t
+            if nfa and t < last_t:
+                self.now, self.umax, self.last_t, self.fed = now, umax, last_t, fed
+                raise OutOfOrderError(f"event {ev.id} at tick {t} arrived after tick {last_t}")
+            touched = False
+            here: list = []  # (matcher index, records) of this event
+            for i in route:  # matchers that name the type: the clock before this event, then feed
+                m = ms[i]
+                if i in imprecise:
+                    m.now, m.umax, m.fed = now, umax, fed
+                    touched = True
+                elif i in nfa:
+                    m.now, m.fed = last_t, fed
+                got = m.feed(ev)
+                if got:
+                    here.append((i, got))
+            tlo = ev.tlo
+            if tlo > now:
+                now = tlo
+            width = ev.thi - tlo
+            if width > umax:
+                umax = width
+            last_t = t
+            fed += 1
+            if fed % SWEEP_EVERY == 0:
+                for i in nfa:
+                    if i not in route:
+                        ms[i].now, ms[i].fed = last_t, fed
+                        ms[i].sweep()
+            safe = now - umax
+            if touched or safe > wake or safe >= prune_at:
+                if safe > wake or safe >= prune_at:
+                    for i in imprecise:
+                        m = ms[i]
+                        if i not in route and (safe > m.wake or safe >= m.prune_at):
+                            got = m.advance(now, umax, fed)
+                            if got:
+                                here.append((i, got))
+                    here.sort(key=lambda x: x[0])  # records of one event in pack order
+                self._due()
+                wake, prune_at = self.wake, self.prune_at
+            for _, got in here:
+                out.extend(got)
+        self.now, self.umax, self.last_t, self.fed = now, umax, last_t, fed
+        return out
+
+    def flush(self) -> list[dict]:
+        out: list[dict] = []
+        for i, m in enumerate(self.matchers):
+            if i in self.imprecise:
+                m.now, m.umax, m.fed = self.now, self.umax, self.fed
+            elif i in self.nfa:
+                m.now, m.fed = self.last_t, self.fed
+            out.extend(m.flush())
+        return out
+
+    def runs_alive(self) -> int:
+        return sum(m.runs_alive() for m in self.matchers)
 
 
 def match_events(queries: CompiledQuery | list[CompiledQuery], events: Iterable[Event]) -> list[dict]:
