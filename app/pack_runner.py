@@ -29,7 +29,7 @@ class PackRunner:
 
     def __init__(self, pack: Any, umax: int, *, shedding: bool = True) -> None:
         from engine.plan.compiler import compile_query
-        from engine.runtime.matcher import make_matcher
+        from engine.runtime.matcher import PackFeeder, make_matcher
         from engine.shedding import SheddingMatcher, from_pack
 
         self.pack = pack
@@ -44,7 +44,10 @@ class PackRunner:
         self.windows = [cq.window for cq in self.cqs]
         self.shedding = from_pack(pack)
         on = shedding and self.shedding.enabled
-        self.shedder = SheddingMatcher(self.matchers, self.shedding) if on else None
+        # One pass over the pack (engine.runtime.matcher.PackFeeder): each event reaches only the queries that name
+        # its type; the records and their order are those of feeding every query in turn.
+        self.shedder = SheddingMatcher(self.matchers, self.shedding, one_pass=True) if on else None
+        self.feeder = PackFeeder(self.matchers, umax) if self.shedder is None else None
         # Under the skipping strategies an event of a type no query names changes nothing: do not feed it.
         contiguous = any(cq.strategy in ("strict_contiguity", "partition_contiguity") for cq in self.cqs)
         self.types: frozenset[str] | None = None
@@ -58,15 +61,11 @@ class PackRunner:
     def feed(self, ev: Any, arrival: float | None = None) -> list[tuple[Any, dict]]:
         """The match records ``ev`` completes, with the spec of the query of each.  ``arrival``: when the event could
         first have been processed (wall-clock seconds); only then may the shedder drop partial matches for it."""
-        if self.shedder is not None:
-            by_name = self.by_name
-            return [(by_name[r["query"]], r) for r in self.shedder.feed(ev, arrival=arrival)]
-        out: list[tuple[Any, dict]] = []
-        for spec, m in self.pairs:
-            recs = m.feed(ev)
-            if recs:
-                out.extend((spec, r) for r in recs)
-        return out
+        recs = self.shedder.feed(ev, arrival=arrival) if self.shedder is not None else self.feeder.feed(ev)
+        if not recs:
+            return []
+        by_name = self.by_name
+        return [(by_name[r["query"]], r) for r in recs]
 
     def horizon(self, last_t: float) -> float:
         return horizon(last_t, self.windows, self.umax, self.matchers, self.tick)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import gc
 import json
 import logging
 import math
@@ -41,6 +42,8 @@ Tp = tuple[str, int]
 #: Events per loop turn (poll, merge, engine, maybe a checkpoint); the records per poll follow the observed number of
 #: events per message (packed messages carry several).
 POLL_EVENTS = 2000
+#: Garbage-collector thresholds while the service runs (Python's default: 700, 10, 10), as benchmarked.
+GC_THRESHOLD = (100_000, 50, 100)
 #: Seconds between the ``query_stats`` rows (runs alive, partial matches shed per query) written for the dashboard.
 STATS_EVERY = 5.0
 #: At most this many events go to the store's ``events`` table per checkpoint (the rest are counted, not stored).
@@ -336,6 +339,10 @@ class Service:
         # interval (default 5 ms) cuts alert latency under load several-fold for a few percent of throughput.
         old_switch = sys.getswitchinterval()
         sys.setswitchinterval(0.001)
+        # The engine holds millions of long-lived partial-match cells that every young collection re-examines
+        # (benchmarks/README.md: a third of the time on Q3+Q4); collect far less often.
+        old_gc = gc.get_threshold()
+        gc.set_threshold(*GC_THRESHOLD)
         with contextlib.suppress(AttributeError, ValueError):  # kill -USR1 PID: every thread's stack, to the log
             faulthandler.register(signal.SIGUSR1, all_threads=True)
         started = time.monotonic()
@@ -382,6 +389,7 @@ class Service:
             signal.signal(signal.SIGTERM, old_term)
             signal.signal(signal.SIGINT, old_int)
             sys.setswitchinterval(old_switch)
+            gc.set_threshold(*old_gc)
             self.close()
 
     def _watchdog(self, now: float) -> None:

@@ -65,3 +65,23 @@ def test_no_shedding_option() -> None:
     configure(parser)
     assert build_config(parser.parse_args(["--pack", "x"]), pack).shedding is True
     assert build_config(parser.parse_args(["--pack", "x", "--no-shedding"]), pack).shedding is False
+
+
+def test_one_pass_feeding_gives_the_records_of_feeding_every_query() -> None:
+    """The runner feeds the pack through PackFeeder (shedding off) or the shedder's one-pass mode (shedding on, no
+    arrival): both must give the records, in order, of feeding every query every event (Hadoop sample + hand check)."""
+    from engine.language.packs import load_pack
+    from engine.runtime.matcher import make_matcher, sort_events
+    from tests.test_hadoop_pack import HANDCHECK, PACK, SAMPLE, compiled, read_events
+
+    pack = load_pack(PACK)
+    for path in (SAMPLE, HANDCHECK):
+        events = sort_events(read_events(path, pack.tick))
+        umax = max(e.thi - e.tlo for e in events)
+        naive = [make_matcher(cq, umax) for cq in compiled(pack)]
+        expected = [r for ev in events for m in naive for r in m.feed(ev)]
+        for shedding in (False, True):
+            runner = PackRunner(pack, umax, shedding=shedding)
+            assert (runner.shedder is not None) == shedding
+            got = [r for ev in events for _, r in runner.feed(ev)]
+            assert got == expected, (path.name, shedding)

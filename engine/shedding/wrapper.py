@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.events import Event
-from engine.runtime.matcher import SWEEP_EVERY
+from engine.runtime.matcher import SWEEP_EVERY, PackFeeder
 from engine.shedding.config import SheddingConfig
 from engine.shedding.latency import LatencyModel
 from engine.shedding.markov import QueryModel
@@ -64,8 +64,10 @@ class SheddingMatcher:
     def __init__(self, matchers: Any | Sequence[Any], config: SheddingConfig | None = None, *,
                  clock: Callable[[], float] = time.time, cost_model: CostModel | None = None,
                  sync_rebuild: bool = False, schedule: Mapping[int, list[tuple[str, int]]] | None = None,
-                 record_schedule: bool = False) -> None:
+                 record_schedule: bool = False, one_pass: bool = False) -> None:
         self.matchers: list[Any] = list(matchers) if isinstance(matchers, (list, tuple)) else [matchers]
+        # one_pass: feed through a PackFeeder (each event only to the queries naming its type; same records)
+        self.feeder = PackFeeder(self.matchers) if one_pass else None
         self.config = config = config or SheddingConfig()
         self.enabled = config.enabled
         self.policy = config.policy
@@ -125,19 +127,26 @@ class SheddingMatcher:
         return sum(q.alive for q in self.queries)
 
     def flush(self) -> list[dict]:
+        if self.feeder is not None:
+            return self.feeder.flush()
         out: list[dict] = []
         for m in self.matchers:
             out.extend(m.flush())
+        return out
+
+    def _feed_all(self, ev: Event) -> list[dict]:
+        if self.feeder is not None:
+            return self.feeder.feed(ev)
+        out: list[dict] = []
+        for m in self.matchers:
+            out.extend(m.feed(ev))
         return out
 
     def feed(self, ev: Event, arrival: float | None = None, now: float | None = None) -> list[dict]:
         """Process one event that arrived at ``arrival`` (clock seconds; None: never shed for it), dequeued at ``now``
         (default: ``clock()``); return its match records, in the order of the matchers."""
         if not self.enabled:
-            out: list[dict] = []
-            for m in self.matchers:
-                out.extend(m.feed(ev))
-            return out
+            return self._feed_all(ev)
         t_in = perf_counter()
         sh0 = self.shedding_seconds
         i = self.events
@@ -186,9 +195,7 @@ class SheddingMatcher:
             for q in qs:
                 q.matcher.observe(q.observer)
         t0 = perf_counter()
-        out = []
-        for m in self.matchers:
-            out.extend(m.feed(ev))
+        out = self._feed_all(ev)
         measured = perf_counter() - t0
         for q, keys, before in touched:
             if keys is None:
@@ -196,8 +203,10 @@ class SheddingMatcher:
             else:
                 get = q.matcher.pools.get
                 q.alive += sum([len(get(k, ())) for k in keys]) - before
+        feeder = self.feeder
         for q in qs:
-            if q.matcher.fed % SWEEP_EVERY == 0:  # a sweep (every 4096 events) may have emptied any pool
+            # a sweep (every 4096 events) may have emptied any pool; a one-pass feeder sweeps on its own count
+            if (q.matcher.fed if feeder is None else feeder.fed) % SWEEP_EVERY == 0:
                 q.alive = sum(map(len, q.matcher.pools.values()))
         if observe:
             for q in qs:
