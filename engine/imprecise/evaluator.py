@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.events import Event
-from engine.imprecise.confidence import Confidence, signature_confidence
+from engine.imprecise.confidence import Confidence, _chain_confidence, signature_confidence
 from engine.output import return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.consistency import classify, false_consistent, is_monotone
@@ -209,6 +209,7 @@ class ImpreciseMatcher:
         self.now = NEG_INF
         self.umax = max_uncertainty
         self.held: dict[Any, list] = {}  # distinct: value key -> [confidence, record, deadline]
+        self._order_failed: dict[tuple, tuple] = {}  # see _kleene_order_possible
         self.next_deadline = math.inf  # the earliest deadline among held records
         self.wake = math.inf  # feed closes once the safe bound passes this: min(pending thi, next_deadline if held)
         # Buffers are pruned each time the safe bound has moved on by a quarter window (only memory depends on it).
@@ -372,6 +373,7 @@ class ImpreciseMatcher:
 
     def _prune(self, safe: float) -> None:
         self.prune_at = safe + self.prune_step
+        self._order_failed.clear()
         if self.window is None:
             return
         horizon = safe - self.umax
@@ -434,6 +436,8 @@ class ImpreciseMatcher:
             assignment[j] = [e]
             if not self._singleton_checks_pass(j, assignment):
                 continue
+            if not self._kleene_order_possible(j, assignment, eqv2, floor):
+                continue
             if j == self.return_ready and self._return_key(assignment) in self.emitted:
                 continue  # distinct: this value is already out
             if not self._kleene_fillable(j, assignment, eqv2, floor, z):
@@ -481,6 +485,54 @@ class ImpreciseMatcher:
                 keep.append(c)
                 best_hi[c[1]] = c[0].thi
         return keep
+
+    def _kleene_order_possible(self, j: int, assignment: list, eqv: tuple, floor: float) -> bool:
+        """Threshold pruning before the remaining singletons are enumerated: once both neighbours ``l`` and ``r`` of a
+        Kleene component are chosen, every signature's confidence is at most ``max_x P(l < x < r)`` over its
+        candidates ``x`` (each world that matches orders every element of the set between them), so when that is
+        below the threshold no choice of the other components can give a record.  Q5 with frequent imbalance: a
+        reducer that no Imbalance sample falls inside with probability 0.5 costs one small chain per candidate
+        instead of every Balance pair around it.
+
+        A failure is remembered until the next buffer pruning: later closings see no new candidate (arrivals come
+        after the safe bound, which has passed ``r``) and a floor at least as high, and the candidates are taken
+        without excluding the other chosen events, so the bound only falls."""
+        threshold = self.threshold
+        if threshold <= 0.0:
+            return True
+        m = self.m
+        failed = self._order_failed
+        for k in (j - 1, j + 1):
+            if k <= 0 or k >= m - 1 or not self.comps[k].kleene:
+                continue
+            left, right = assignment[k - 1], assignment[k + 1]
+            if left is None or right is None or len(left) != 1 or len(right) != 1 \
+                    or self.comps[k - 1].kleene or self.comps[k + 1].kleene:
+                continue
+            lev, rev = left[0], right[0]
+            key = (k, id(lev), id(rev), eqv)
+            try:
+                hit = failed.get(key)
+            except TypeError:  # an unhashable attribute value in the binding: no memory for this pair
+                key, hit = None, None
+            if hit is not None and floor >= hit[0]:
+                return False
+            after, before = lev.tlo, rev.thi
+            least = floor if floor > after else after + 1
+            best = 0.0
+            for x in self.buffers[self.comps[k].type].candidates(eqv, least, before):
+                if x.thi < least or self._bind_eq(eqv, x) is None:
+                    continue
+                p = _chain_confidence((lev, x, rev), None).value
+                if p > best:
+                    best = p
+                    if best >= threshold:
+                        break
+            if best < threshold:
+                if key is not None:
+                    failed[key] = (floor, lev, rev)  # the references keep the ids from being reused
+                return False
+        return True
 
     def _upper_bound(self, j: int, assignment: list, z: Event) -> float:
         """Events of component j start before the latest possible point of the next assigned component."""
