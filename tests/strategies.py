@@ -428,3 +428,37 @@ def describe_events(events: list[Event]) -> str:
         span = "" if e.lo == e.hi else f", lo={e.lo}, hi={e.hi}"
         parts.append(f"Event({e.type!r}, {e.ts}, {e.attrs!r}, seq={e.seq}{span}, tick=1.0)")
     return "[" + ", ".join(parts) + "]"
+
+
+#: Where the intervals of each type may start (ticks): A early, C late, so that sequences are likely.
+INTERVAL_STARTS = {"A": (0, 5), "B": (2, 8), "C": (5, 10), "D": (2, 8)}
+
+
+@st.composite
+def interval_streams(draw: st.DrawFn, max_events: int, tick: float = 1.0) -> list[Event]:
+    """2..``max_events`` events of types A-D with an attribute ``v`` and sometimes ``k``, each over an interval of 1-5
+    points; once the possible worlds pass 300, the remaining events are points (the brute force stays fast)."""
+    n = draw(st.integers(2, max_events))
+    events = []
+    worlds = 1
+    for i in range(n):
+        etype = draw(st.sampled_from("AABBBCCD"))
+        lo = draw(st.integers(*INTERVAL_STARTS[etype]))
+        width = draw(st.integers(0, 4 if worlds < 300 else 0))
+        worlds *= width + 1
+        attrs = {"v": draw(st.integers(0, 3))}
+        if draw(st.booleans()):
+            attrs["k"] = draw(st.integers(1, 2))
+        events.append(Event(etype, lo + width / 2, attrs, id=f"e{i}", seq=i, lo=float(lo), hi=float(lo + width),
+                            tick=tick))
+    return events
+
+
+def by_signature(records: list[dict]) -> dict:
+    """Match records keyed by their signature (variable -> sorted ids); a repeated signature fails the test."""
+    out = {}
+    for r in records:
+        key = tuple((var, tuple(sorted(ids))) for var, ids in r["match"].items())
+        assert key not in out, f"duplicate signature {key}"
+        out[key] = r
+    return out

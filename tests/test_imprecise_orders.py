@@ -17,9 +17,9 @@ from engine.language.parser import parse_query
 from engine.plan.choose import SKEW, choose_order
 from engine.runtime.matcher import sort_events
 from tests.possible_worlds import possible_worlds
+from tests.strategies import by_signature, interval_streams
 
 TICK = 1.0
-LO_RANGE = {"A": (0, 5), "B": (2, 8), "C": (5, 10), "D": (2, 8)}
 ORDERS = ("sorting", "any-state", "selectivity", "auto", "sel0", "sel1", "sel2", "sel3")
 
 QUERIES = [
@@ -36,33 +36,6 @@ QUERIES = [
 ]
 
 
-@st.composite
-def streams(draw: st.DrawFn) -> list[Event]:
-    n = draw(st.integers(2, 7))
-    events = []
-    worlds = 1
-    for i in range(n):
-        etype = draw(st.sampled_from("AABBBCCD"))
-        lo = draw(st.integers(*LO_RANGE[etype]))
-        width = draw(st.integers(0, 4 if worlds < 300 else 0))
-        worlds *= width + 1
-        attrs = {"v": draw(st.integers(0, 3))}
-        if draw(st.booleans()):
-            attrs["k"] = draw(st.integers(1, 2))
-        events.append(Event(etype, lo + width / 2, attrs, id=f"e{i}", seq=i, lo=float(lo), hi=float(lo + width),
-                            tick=TICK))
-    return events
-
-
-def _normalise(records: list[dict]) -> dict:
-    out = {}
-    for r in records:
-        key = tuple((var, tuple(sorted(ids))) for var, ids in r["match"].items())
-        assert key not in out, f"duplicate signature {key}"
-        out[key] = r
-    return out
-
-
 def _run(cq, events: list[Event], order: str, arrival: list[Event] | None = None) -> list[dict]:
     """``order`` is an order name, or ``selN``: selectivity order with component N as pivot (no warm-up)."""
     widest = max((e.thi - e.tlo for e in events), default=0)
@@ -75,15 +48,15 @@ def _run(cq, events: list[Event], order: str, arrival: list[Event] | None = None
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
-@given(query=st.sampled_from(QUERIES), events=streams(), threshold=st.sampled_from([0.0, 0.0, 0.3]))
+@given(query=st.sampled_from(QUERIES), events=interval_streams(7), threshold=st.sampled_from([0.0, 0.0, 0.3]))
 def test_every_order_gives_the_possible_worlds_signatures(query: str, events: list[Event], threshold: float) -> None:
     ast_query = parse_query(query, "q")
     expected = {k: v for k, v in possible_worlds(ast_query, events, TICK).items()
                 if v.confidence > 1e-12 and v.confidence >= threshold - 1e-12}
     cq = compile_query(ast_query, confidence=threshold, tick=TICK)
-    closing = _normalise(match_events(cq, events))
+    closing = by_signature(match_events(cq, events))
     for order in ORDERS:
-        got = _normalise(_run(cq, events, order))
+        got = by_signature(_run(cq, events, order))
         assert set(got) == set(expected), (order, query, events)
         for key, rec in got.items():
             want = expected[key]
@@ -108,9 +81,9 @@ def test_out_of_order_arrival_within_the_bound(order: str, seed: int) -> None:
     for query in ("PATTERN SEQ(A a, B b, C c) WITHIN 12 s", "PATTERN SEQ(A a, B b, C c) WHERE [k] AND a.v < 3 "
                   "WITHIN 15 s", "PATTERN SEQ(B a, B b) WHERE b.v >= a.v WITHIN 6 s"):
         cq = compile_query(query, tick=TICK)
-        expected = _normalise(match_events(cq, events))
+        expected = by_signature(match_events(cq, events))
         arrival = sorted(events, key=lambda e: rng.randint(e.tlo, e.thi))
-        got = _normalise(_run(cq, events, order, arrival))
+        got = by_signature(_run(cq, events, order, arrival))
         assert got == expected, (order, query)
 
 
@@ -130,7 +103,7 @@ def test_auto_chooses_after_the_warm_up(monkeypatch: pytest.MonkeyPatch) -> None
     m = OrderedImpreciseMatcher(cq, 2, order="auto")
     got = [r for e in events for r in m.feed(e)] + m.flush()
     assert m.order == "selectivity" and m.reason.startswith("auto:")
-    assert _normalise(got) == _normalise(match_events(cq, events))
+    assert by_signature(got) == by_signature(match_events(cq, events))
 
 
 def test_scope_is_a_sequence_of_singletons() -> None:

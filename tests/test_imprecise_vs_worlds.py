@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from engine import Event, compile_query, match_events
 from engine.language.parser import parse_query
 from tests.possible_worlds import possible_worlds
+from tests.strategies import by_signature, interval_streams
 
 TICK = 1.0
 #: Where each type's interval starts: mostly in pattern order, with overlaps, so that most streams have matches.
-LO_RANGE = {"A": (0, 5), "B": (2, 8), "C": (5, 10), "D": (2, 8)}
 
 QUERIES = [
     "PATTERN SEQ(A a, B b, C c)",
@@ -41,40 +41,13 @@ QUERIES = [
 ]
 
 
-@st.composite
-def streams(draw: st.DrawFn) -> list[Event]:
-    n = draw(st.integers(2, 6))
-    events = []
-    worlds = 1
-    for i in range(n):
-        etype = draw(st.sampled_from("AABBBCCD"))
-        lo = draw(st.integers(*LO_RANGE[etype]))
-        width = draw(st.integers(0, 4 if worlds < 300 else 0))
-        worlds *= width + 1
-        attrs = {"v": draw(st.integers(0, 3))}
-        if draw(st.booleans()):
-            attrs["k"] = draw(st.integers(1, 2))
-        events.append(Event(etype, lo + width / 2, attrs, id=f"e{i}", seq=i, lo=float(lo), hi=float(lo + width),
-                            tick=TICK))
-    return events
-
-
-def _normalise(records: list[dict]) -> dict:
-    out = {}
-    for r in records:
-        key = tuple((var, tuple(sorted(ids))) for var, ids in r["match"].items())
-        assert key not in out, f"duplicate signature {key}"
-        out[key] = r
-    return out
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
-@given(query=st.sampled_from(QUERIES), events=streams(), threshold=st.sampled_from([0.0, 0.0, 0.3]))
+@given(query=st.sampled_from(QUERIES), events=interval_streams(6), threshold=st.sampled_from([0.0, 0.0, 0.3]))
 def test_all_signatures_with_exact_confidence(query: str, events: list[Event], threshold: float) -> None:
     ast_query = parse_query(query, "q")
     expected = {k: v for k, v in possible_worlds(ast_query, events, TICK).items()
                 if v.confidence > 1e-12 and v.confidence >= threshold - 1e-12}
-    got = _normalise(match_events(compile_query(ast_query, confidence=threshold, tick=TICK), events))
+    got = by_signature(match_events(compile_query(ast_query, confidence=threshold, tick=TICK), events))
     assert set(got) == set(expected), (query, events)
     for key, rec in got.items():
         want = expected[key]
@@ -93,7 +66,7 @@ DISTINCT_QUERIES = [
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
-@given(query=st.sampled_from(DISTINCT_QUERIES), events=streams(), threshold=st.sampled_from([0.0, 0.4]))
+@given(query=st.sampled_from(DISTINCT_QUERIES), events=interval_streams(6), threshold=st.sampled_from([0.0, 0.4]))
 def test_distinct_carries_the_best_confidence_per_value(query: str, events: list[Event], threshold: float) -> None:
     ast_query = parse_query(query, "q")
     best: dict = {}
@@ -146,7 +119,7 @@ def test_negation_reading_a_later_set_is_applied_on_the_whole_match() -> None:
               Event("A", 4, {"k": 1, "v": 0}, id="c2", seq=3, lo=4, hi=5, tick=TICK)]
     ast_query = parse_query(query, "q")
     expected = {k: v for k, v in possible_worlds(ast_query, events, TICK).items() if v.confidence > 1e-12}
-    got = _normalise(match_events(compile_query(ast_query, tick=TICK), events))
+    got = by_signature(match_events(compile_query(ast_query, tick=TICK), events))
     assert set(got) == set(expected) and expected
     for key, rec in got.items():
         assert math.isclose(rec["confidence"], expected[key].confidence, abs_tol=1e-9)
@@ -160,7 +133,7 @@ COLLAPSED_QUERIES = [
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
-@given(query=st.sampled_from(COLLAPSED_QUERIES), events=streams(), threshold=st.sampled_from([0.0, 0.5]))
+@given(query=st.sampled_from(COLLAPSED_QUERIES), events=interval_streams(6), threshold=st.sampled_from([0.0, 0.5]))
 def test_collapsed_is_the_union_per_singleton_assignment(query: str, events: list[Event], threshold: float) -> None:
     """One record per assignment of the singleton components: every Kleene event of its qualifying signatures,
     with the best confidence among them."""

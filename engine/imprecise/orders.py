@@ -250,33 +250,49 @@ class OrderedImpreciseMatcher(ImpreciseMatcher):
             else:
                 nxt.append((grown, eqv2))
 
-    # ------------------------------------------------------------------ any-state
+    # ------------------------------------------------------------------ runs
 
-    def _any_state(self, e: Event, j: int, out: list[dict], start: bool = True) -> None:
-        """Offer the role (e, j) to every run with component j free; with ``start``, also start a run at it."""
-        self.eps += 1
-        runs = self.runs
-        new: list[Run] = []
+    def _start(self, e: Event, j: int, out: list[dict]) -> Run | None:
+        """A run holding only (e, j); a one-component pattern completes at once (None then, as for an infeasible
+        or inconsistent start)."""
+        eqv = self._bind_eq((None,) * len(self.attrs), e)
+        if eqv is None:
+            return None
+        evs = (None,) * j + (e,) + (None,) * (self.m - 1 - j)
+        if self.m == 1:
+            self._complete(evs, eqv, out)
+            return None
+        return (evs, eqv) if self._feasible(evs) else None
+
+    def _extend(self, runs: list[Run], e: Event, j: int, out: list[dict]) -> list[Run]:
+        """The runs with component ``j`` free that (e, j) can extend, extended; the complete ones go to ``out``."""
+        grown: list[Run] = []
         for evs, eqv in runs:
             if evs[j] is not None or e in evs:
                 continue
             eqv2 = self._bind_eq(eqv, e)
             if eqv2 is None:
                 continue
-            grown = evs[:j] + (e,) + evs[j + 1:]
-            if not self._feasible(grown):
+            g = evs[:j] + (e,) + evs[j + 1:]
+            if not self._feasible(g):
                 continue
-            if None in grown:
-                new.append((grown, eqv2))
+            if None in g:
+                grown.append((g, eqv2))
             else:
-                self._complete(grown, eqv2, out)
-        eqv = self._bind_eq((None,) * len(self.attrs), e) if start else None
-        if eqv is not None:
-            evs = (None,) * j + (e,) + (None,) * (self.m - 1 - j)
-            if self.m == 1:
-                self._complete(evs, eqv, out)
-            elif self._feasible(evs):
-                new.append((evs, eqv))
+                self._complete(g, eqv2, out)
+        return grown
+
+    # ------------------------------------------------------------------ any-state
+
+    def _any_state(self, e: Event, j: int, out: list[dict], start: bool = True) -> None:
+        """Offer the role (e, j) to every run with component j free; with ``start``, also start a run at it."""
+        self.eps += 1
+        runs = self.runs
+        new = self._extend(runs, e, j, out)
+        if start:
+            run = self._start(e, j, out)
+            if run is not None:
+                new.append(run)
         runs.extend(new)
         if len(runs) > self.runs_max:
             self.runs_max = len(runs)
@@ -287,35 +303,14 @@ class OrderedImpreciseMatcher(ImpreciseMatcher):
         """A pivot event: its run, grown by every buffered role (each extends the pivot's runs with that component
         free), then kept for later arrivals."""
         self.eps += 1
-        eqv = self._bind_eq((None,) * len(self.attrs), p)
-        if eqv is None:
+        run = self._start(p, self.pivot, out)
+        if run is None:
             return
-        piv = self.pivot
-        evs = (None,) * piv + (p,) + (None,) * (self.m - 1 - piv)
-        if self.m == 1:
-            self._complete(evs, eqv, out)
-            return
-        if not self._feasible(evs):
-            return
-        mine: list[Run] = [(evs, eqv)]
+        mine: list[Run] = [run]
         # Any fixed sequence of the buffered roles builds each subset once: each extends the runs grown so far.
         for k, e in [(k, e) for k, buf in enumerate(self.buffered) for e in buf]:
             self.eps += 1
-            grown: list[Run] = []
-            for evs, eqv in mine:
-                if evs[k] is not None or e in evs:
-                    continue
-                eqv2 = self._bind_eq(eqv, e)
-                if eqv2 is None:
-                    continue
-                g = evs[:k] + (e,) + evs[k + 1:]
-                if not self._feasible(g):
-                    continue
-                if None in g:
-                    grown.append((g, eqv2))
-                else:
-                    self._complete(g, eqv2, out)
-            mine.extend(grown)
+            mine.extend(self._extend(mine, e, k, out))
         self.runs.extend(mine)
         if len(self.runs) > self.runs_max:
             self.runs_max = len(self.runs)
