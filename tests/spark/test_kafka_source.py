@@ -129,12 +129,6 @@ def test_missing_options_are_named() -> None:
 
 # ------------------------------------------------------------------------------------------------ a real broker
 
-try:
-    from tests.pipeline.conftest import kafka_broker  # noqa: F401 - the pipeline tests' broker fixture
-except ImportError:  # pragma: no cover - the pipeline tests are not there
-    kafka_broker = None
-
-
 def _produce(bootstrap: str, topic: str, partitions: int, values: list[bytes]) -> None:
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
@@ -150,8 +144,7 @@ def _produce(bootstrap: str, topic: str, partitions: int, values: list[bytes]) -
 
 
 @pytest.mark.spark
-@pytest.mark.skipif(kafka_broker is None, reason="no Kafka broker fixture (tests/pipeline/conftest.py)")
-def test_a_real_topic_in_batch_and_micro_batches(spark, kafka_broker) -> None:  # noqa: F811
+def test_a_real_topic_in_batch_and_micro_batches(spark, kafka_broker) -> None:
     lines = SAMPLE.read_text().splitlines()
     _produce(kafka_broker.bootstrap, "hcep-spark-src", 2, [line.encode() for line in lines])
     ks.register(spark)
@@ -171,8 +164,7 @@ def test_a_real_topic_in_batch_and_micro_batches(spark, kafka_broker) -> None:  
 
 
 @pytest.mark.spark
-@pytest.mark.skipif(kafka_broker is None, reason="no Kafka broker fixture (tests/pipeline/conftest.py)")
-def test_live_ingestion_archive_then_batch(spark, kafka_broker, tmp_path: Path, capsys) -> None:  # noqa: F811
+def test_live_ingestion_archive_then_batch(spark, kafka_broker, tmp_path: Path, capsys) -> None:
     """Kafka -> hcep archive --kafka (Spark, checkpointed) -> hcep batch over the archive == hcep match."""
     events = [dict(json.loads(line), id=f"s{i}") for i, line in enumerate(SAMPLE.read_text().splitlines())]
     with_ids = tmp_path / "with_ids.jsonl"
