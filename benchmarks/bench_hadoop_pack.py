@@ -38,14 +38,11 @@ import json
 import os
 import random
 import shutil
-import signal
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
 
-from benchmarks.bench_sasepp import Outcome, _alarm, _OverBudget, drive, header
+from benchmarks.bench_sasepp import Outcome, drive, header
 from benchmarks.common import fmt_int, fmt_rate, print_table
 from engine.events import Event, event_from_json
 from engine.language.packs import Pack, load_pack
@@ -280,52 +277,6 @@ def to_events(objs: Sequence[dict], tick: float) -> list[Event]:
     return sort_events(event_from_json(obj, i, tick=tick) for i, obj in enumerate(objs))
 
 
-def drive_many(matcher: Any, events: Sequence[Event], budget: float, chunk: int = 1000,
-               hard_factor: float = 1.5) -> Outcome:
-    """:func:`benchmarks.bench_sasepp.drive` through the matcher's ``feed_many`` (one call per ``chunk`` events;
-    the same records as ``feed`` one event at a time): the engine's own loop instead of this script's per-event
-    call, so the figure is the engine's cost.  Budget, CPU-time alarm and ``runs_alive`` samples as in ``drive``."""
-    feed_many = matcher.feed_many
-    clock = time.thread_time
-    cpu = 0.0
-    matches = 0
-    samples: list[int] = []
-    stopped = ""
-    pos = 0
-    n = len(events)
-    use_alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if use_alarm:
-        previous = signal.signal(signal.SIGVTALRM, _alarm)
-        signal.setitimer(signal.ITIMER_VIRTUAL, hard_factor * budget + 0.2)
-    start = clock()
-    try:
-        while pos < n:
-            part = events[pos : pos + chunk]
-            t0 = clock()
-            out = feed_many(part)
-            cpu += clock() - t0
-            pos += len(part)
-            matches += len(out)
-            samples.append(matcher.runs_alive())
-            if cpu >= budget and pos < n:
-                stopped = "time"
-                break
-        if not stopped:
-            t0 = clock()
-            out = matcher.flush()
-            cpu += clock() - t0
-            matches += len(out)
-    except _OverBudget:
-        stopped = "timeout"
-        cpu = clock() - start
-    finally:
-        if use_alarm:
-            signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-            signal.signal(signal.SIGVTALRM, previous)
-    return Outcome(pos, cpu, matches, sum(samples) / len(samples) if samples else 0.0, max(samples, default=0),
-                   getattr(matcher, "signatures", 0), stopped)
-
-
 def run_pack(
     pack: Pack,
     events: list[Event],
@@ -366,7 +317,7 @@ def run_pack(
             if per_event or not hasattr(m, "feed_many"):
                 o: Outcome = drive(m, events, budget, sample_every=1000, hard_factor=1.5)
             else:
-                o = drive_many(m, events, budget)
+                o = drive(m, events, budget, sample_every=1000, hard_factor=1.5, batched=True)
             if best is None or o.cpu < best.cpu:
                 best = o
         o = best
@@ -409,7 +360,7 @@ def run_pack(
         for _ in range(max(1, repeat)):
             gc.collect()
             feeder = PackFeeder([make_matcher(cq, widest) for cq in cqs], widest)
-            o = drive_many(feeder, events, budget * len(cqs))
+            o = drive(feeder, events, budget * len(cqs), sample_every=1000, hard_factor=1.5, batched=True)
             if best is None or o.cpu < best.cpu:
                 best = o
         o = best
@@ -466,7 +417,7 @@ def run_pack(
         if per_event or not hasattr(m, "feed_many"):
             drive(m, events, budget, sample_every=1000, hard_factor=1.5)
         else:
-            drive_many(m, events, budget)
+            drive(m, events, budget, sample_every=1000, hard_factor=1.5, batched=True)
         prof.stop()
         print(f"\npyinstrument, {profile}:\n")
         print(prof.output_text(unicode=False, color=False, show_all=False))
