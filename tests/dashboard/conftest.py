@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest
 
+from tests.browser import CI
 from tests.dashboard import fixture
 
-CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 MISSING = [m for m in ("streamlit", "altair", "pandas", "pyarrow") if importlib.util.find_spec(m) is None]
 if MISSING:
     # Under CI a missing dependency is an install bug: fail loudly instead of skipping the dashboard's tests.

@@ -22,13 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, CI, screenshot_dir
 from tests.dashboard.fixture import IMBALANCE_TASK, SLOW_PULL_TASK, STRAGGLER_JOB, STRAGGLER_MAPPER
 
 ROOT = Path(__file__).resolve().parents[2]
-CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-CHROMIUM = os.environ.get("HCEP_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 TIMEOUT_MS = 30_000
 REFRESH_S = 2
 
@@ -49,9 +46,7 @@ def _require_browser() -> None:
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    where = os.environ.get("HCEP_SCREENSHOTS")
-    path = Path(where) if where else tmp_path_factory.mktemp("screenshots")
-    path.mkdir(parents=True, exist_ok=True)
+    path = screenshot_dir(tmp_path_factory, "screenshots")
     yield path
     print(f"\ndashboard screenshots: {path}")
 

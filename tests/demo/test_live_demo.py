@@ -29,11 +29,9 @@ from typing import Any
 
 import pytest
 
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, CI, screenshot_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-CHROMIUM = os.environ.get("HCEP_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 #: Seconds for the demo to come up (a cold Kafka start on a busy machine is the slow part).
 START_TIMEOUT = 240.0
 #: Seconds after the simulated cluster's start by which an anomaly must be on the dashboard.  The last one (the
@@ -211,9 +209,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    where = os.environ.get("HCEP_SCREENSHOTS")
-    path = Path(where) if where else tmp_path_factory.mktemp("demo-screenshots")
-    path.mkdir(parents=True, exist_ok=True)
+    path = screenshot_dir(tmp_path_factory, "demo-screenshots")
     yield path
     print(f"\nlive demo screenshots: {path}")
 
