@@ -6,10 +6,12 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +98,30 @@ def start_service(cmd: list[str], log: Path, env: dict[str, str] | None = None) 
     full_env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     with open(log, "ab") as out:
         return subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=full_env)
+
+
+def stop_services(procs: list[subprocess.Popen], timeout: float = 30.0) -> None:
+    """SIGTERM every process still running (a clean stop commits a last checkpoint), then wait for each; one that
+    does not stop within ``timeout`` seconds is killed."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The service's Prometheus metrics, ``name{labels}`` -> value."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
 
 
 def wait_until(pred: Any, timeout: float, what: str, interval: float = 0.1) -> None:

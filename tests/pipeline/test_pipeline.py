@@ -11,7 +11,6 @@ import signal
 import subprocess
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,9 @@ from tests.pipeline.conftest import (
     Receiver,
     free_port,
     run_command,
+    scrape,
     start_service,
+    stop_services,
     wait_until,
 )
 from tests.pipeline.workload import BASE, expected_alerts, hadoop_and_ganglia
@@ -49,16 +50,6 @@ def publish_in_chunks(bootstrap: str, prefix: str, hadoop: list[dict], ganglia: 
             if events:
                 publish(events, bootstrap, source, topic=f"{prefix}.{source}")
         time.sleep(pause)
-
-
-def scrape(port: int) -> dict[str, float]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            out[name] = float(value)
-    return out
 
 
 def redelivery_posts(receiver: Receiver) -> int:
@@ -219,11 +210,7 @@ def test_kill9_repeatedly_loses_and_duplicates_nothing(kafka_broker: Broker, rec
                    f"all {len(expected)} expected alerts after {kills} kills (log: {log})")
         time.sleep(1.0)  # anything sent twice would arrive now
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_services([proc], timeout=20)
     ids = receiver.alert_ids()
     assert set(ids) == set(expected), (len(set(ids) - set(expected)), len(set(expected) - set(ids)))
     # A kill can land between a receiver's 200 and the outbox update: that POST is repeated (same alert ids, same
@@ -268,11 +255,7 @@ def test_broker_restart_and_receiver_outage(kafka_broker: Broker, receiver: Rece
             raise
         time.sleep(1.0)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_services([proc])
     ids = receiver.alert_ids()
     assert sorted(ids) == sorted(expected)
     retried = [a for a in Store(store_path(str(data))).alert_rows() if a["attempts"] > 1]
@@ -306,13 +289,7 @@ def test_two_processes_share_the_group(kafka_broker: Broker, receiver: Receiver,
         time.sleep(1.0)
         seen = [scrape(p) for p in ports]
     finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_services(procs)
     assert sorted(receiver.alert_ids()) == sorted(expected)
     ganglia_n = len(ganglia)
     for m in seen:  # each read all of Ganglia and a real share of Hadoop
@@ -360,14 +337,7 @@ def test_a_process_dies_and_the_other_takes_its_partitions(kafka_broker: Broker,
         time.sleep(1.0)
         assert first
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_services(list(procs.values()))
     ids = receiver.alert_ids()
     assert set(ids) == set(expected)
     assert redelivery_posts(receiver) <= 1  # at most the POST the kill interrupted

@@ -8,10 +8,9 @@ import json
 import random
 import signal
 import sqlite3
-import urllib.request
 from pathlib import Path
 
-from tests.pipeline.conftest import Broker, free_port, run_command, start_service, wait_until
+from tests.pipeline.conftest import Broker, free_port, run_command, scrape, start_service, wait_until
 
 BASE = 1_700_000_000.0
 QUERY = "PATTERN SEQ(A a, B+ b[], C c) WHERE [k] AND c.v > 2 * avg(b[].v) WITHIN 60 s"
@@ -43,11 +42,9 @@ def _events(n: int, seed: int = 3) -> list[dict]:
 def _scrape(port: int) -> dict[str, float]:
     """The service's metrics; empty while its endpoint is not up yet."""
     try:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        return scrape(port)
     except OSError:
         return {}
-    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-            for line in text.splitlines() if line and not line.startswith("#")}
 
 
 def _signatures(records: list[dict]) -> set[tuple]:
