@@ -28,7 +28,7 @@ class PackRunner:
     """All enabled queries of a pack, fed one event at a time; knows each query's output mode and alert."""
 
     def __init__(self, pack: Any, umax: int, *, shedding: bool = True) -> None:
-        from engine.plan.compiler import compile_query
+        from engine.plan.compiler import compile_spec
         from engine.runtime.matcher import PackFeeder, make_matcher
         from engine.shedding import SheddingMatcher, from_pack
 
@@ -37,8 +37,7 @@ class PackRunner:
         self.umax = umax
         self.specs = [q for q in pack.queries if q.enabled]
         self.by_name = {spec.name: spec for spec in self.specs}
-        self.cqs = [compile_query(q.query, name=q.name, strategy=q.strategy, output=q.output,
-                                  confidence=q.confidence, tick=self.tick) for q in self.specs]
+        self.cqs = [compile_spec(q, self.tick) for q in self.specs]
         self.matchers = [make_matcher(cq, umax) for cq in self.cqs]
         self.pairs = list(zip(self.specs, self.matchers, strict=True))
         self.windows = [cq.window for cq in self.cqs]

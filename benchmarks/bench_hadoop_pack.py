@@ -46,7 +46,7 @@ from benchmarks.bench_sasepp import Outcome, drive, header
 from benchmarks.common import fmt_int, fmt_rate, print_table
 from engine.events import Event, event_from_json
 from engine.language.packs import Pack, load_pack
-from engine.plan.compiler import compile_query
+from engine.plan.compiler import compile_spec
 from engine.runtime.matcher import PackFeeder, make_matcher, sort_events
 
 PACK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "queries", "hadoop.yaml")
@@ -300,14 +300,7 @@ def run_pack(
     for spec in pack.queries:
         if not spec.enabled or (only and spec.name not in only):
             continue
-        cq = compile_query(
-            spec.query,
-            name=spec.name,
-            strategy=spec.strategy,
-            output=spec.output,
-            confidence=spec.confidence,
-            tick=pack.tick,
-        )
+        cq = compile_spec(spec, pack.tick)
         relevant = sum(counts.get(t, 0) for t in cq.relevant_types)
         cqs.append(cq)
         best: Outcome | None = None
@@ -401,14 +394,7 @@ def run_pack(
     print(f"\nstream: {n:,} events ({mix}); widest interval {widest} ticks")
     if profile:
         spec = pack.get(profile)
-        cq = compile_query(
-            spec.query,
-            name=spec.name,
-            strategy=spec.strategy,
-            output=spec.output,
-            confidence=spec.confidence,
-            tick=pack.tick,
-        )
+        cq = compile_spec(spec, pack.tick)
         from pyinstrument import Profiler
 
         m = make_matcher(cq, widest)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import compile_query, event_from_json, match_events
+from engine import event_from_json, match_events
 from engine.language.packs import load_pack
+from engine.plan.compiler import compile_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 PACK = ROOT / "queries" / "hadoop.yaml"
@@ -165,13 +166,7 @@ def read_events(path: Path, tick: float) -> list:
 
 
 def compiled(pack, names=None) -> list:
-    return [
-        compile_query(
-            s.query, name=s.name, strategy=s.strategy, output=s.output, confidence=s.confidence, tick=pack.tick
-        )
-        for s in pack.queries
-        if names is None or s.name in names
-    ]
+    return [compile_spec(s, pack.tick) for s in pack.queries if names is None or s.name in names]
 
 
 @pytest.fixture(scope="module")

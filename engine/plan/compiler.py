@@ -268,6 +268,13 @@ def compile_query(
     return cq
 
 
+
+def compile_spec(spec: Any, tick: float) -> CompiledQuery:
+    """Compile one query of a pack (:class:`engine.language.packs.QuerySpec`) with the options the pack gives it."""
+    return compile_query(spec.query, name=spec.name, strategy=spec.strategy, output=spec.output,
+                         confidence=spec.confidence, tick=tick)
+
+
 def _for_every_element(expr: ast.Expr, var: str, outer: Placement, index: dict[str, int],
                        agg_slots: dict, comps: list[PlanComponent]) -> Fn:
     """A predicate iterating ``var[i]`` evaluated where a later variable is known: it must hold for every element

@@ -71,7 +71,7 @@ def expected_alerts(pack_path: str, events: list[dict[str, Any]]) -> dict[str, s
     from app.checkpoint import record_id
     from engine.events import event_from_json
     from engine.language.packs import load_pack
-    from engine.plan.compiler import compile_query
+    from engine.plan.compiler import compile_spec
     from engine.runtime.matcher import match_events
 
     pack = load_pack(pack_path)
@@ -80,8 +80,7 @@ def expected_alerts(pack_path: str, events: list[dict[str, Any]]) -> dict[str, s
     for spec in pack.queries:
         if not spec.enabled or not spec.alert:
             continue
-        cq = compile_query(spec.query, name=spec.name, strategy=spec.strategy, output=spec.output,
-                           confidence=spec.confidence, tick=pack.tick)
+        cq = compile_spec(spec, pack.tick)
         for rec in match_events(cq, evs):
             out[record_id(rec, spec.output)] = spec.name
     return out
