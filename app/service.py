@@ -179,11 +179,14 @@ class Service:
         self._empty_since: float | None = None
         self._rejoined_at = -math.inf
         self._shed_base: dict[str, tuple[int, int]] = {}  # shed counts of earlier epochs' runners
-        self._shed_seen: dict[str, tuple[int, int]] = {}
         self._stats_at = -math.inf
         self._reset_epoch_state()
 
     def _reset_epoch_state(self) -> None:
+        if self.runner is not None:  # keep the shed counters cumulative over the process's epochs
+            for name, (runs, events) in self.runner.shed_counts().items():
+                b = self._shed_base.get(name, (0, 0))
+                self._shed_base[name] = (b[0] + runs, b[1] + events)
         self.runner = PackRunner(self.pack, self.umax, shedding=self.cfg.shedding)
         self.wm = Watermark(self.bound, self.cfg.idle_timeout)
         # id(event) -> when it could first be processed (see app.pack_runner), kept only while shedding is on
@@ -732,11 +735,6 @@ class Service:
         rows = []
         now = time.time()
         for name, (runs, events) in counts.items():
-            prev_runs, prev_events = self._shed_seen.get(name, (0, 0))
-            if runs < prev_runs or events < prev_events:  # a new epoch's runner: its counts restart at 0
-                b = base.get(name, (0, 0))
-                base[name] = (b[0] + prev_runs, b[1] + prev_events)
-            self._shed_seen[name] = (runs, events)
             b = base.get(name, (0, 0))
             if runner.shedder is not None:
                 m.set("hcep_shed_runs_total", b[0] + runs, {"query": name})
