@@ -46,10 +46,7 @@ class PackRunner:
         # One pass over the pack (engine.runtime.matcher.PackFeeder): each event reaches only the queries that name
         # its type; the records and their order are those of feeding every query in turn.
         self.shedder = SheddingMatcher(self.matchers, self.shedding, one_pass=True) if on else None
-        self.feeder: Any = None
-        if self.shedder is None:
-            # one query: feed it directly (the service already drops the types no query names)
-            self.feeder = self.matchers[0] if len(self.matchers) == 1 else PackFeeder(self.matchers, umax)
+        self.feeder = PackFeeder(self.matchers, umax) if self.shedder is None else None
         # Under the skipping strategies an event of a type no query names changes nothing: do not feed it.
         contiguous = any(cq.strategy in ("strict_contiguity", "partition_contiguity") for cq in self.cqs)
         self.types: frozenset[str] | None = None

@@ -80,6 +80,21 @@ def test_feed_many_equals_feed(seed: int) -> None:
         assert got == want, q
 
 
+@pytest.mark.parametrize("chunk", [1, 13])
+def test_a_one_query_pack_is_fed_directly(chunk: int) -> None:
+    """One matcher: the feeder hands it every event (no routing) and counts them as it would for several."""
+    events = _random_stream(3, 200)
+    widest = max(e.thi - e.tlo for e in events)
+    for i, (q, s, o, c) in enumerate(MIXED):
+        cq = compile_query(q, name=f"q{i}", strategy=s, output=o, confidence=c, tick=TICK)
+        want = _sequential([cq], events, widest)
+        feeder = PackFeeder([make_matcher(cq, widest)], widest)
+        assert feeder.single is not None
+        got = [r for j in range(0, len(events), chunk) for r in feeder.feed_many(events[j:j + chunk])]
+        assert got + feeder.flush() == want, q
+        assert feeder.fed == len(events)
+
+
 @pytest.mark.parametrize("path", [HANDCHECK, SAMPLE])
 def test_pack_feeder_on_the_hadoop_pack(path) -> None:
     pack = load_pack(PACK)
