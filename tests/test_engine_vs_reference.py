@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from engine import Event, compile_query, match_events
 from engine.language import ast
 from engine.language.parser import parse_query
+from engine.runtime.matcher import Matcher, sort_events
 from tests.reference import Signature, reference_any, reference_nfa
 from tests.strategies import GenQuery, cases, describe_events, queries
 
@@ -69,7 +70,21 @@ def run_engine(text: str, events: list[Event], strategy: str) -> tuple[ast.Query
     query = parse_query(text, name="T")
     cq = compile_query(query, strategy=strategy, output="all", confidence=0.0, tick=1.0)
     fresh = [Event(e.type, e.ts, dict(e.attrs), id=e.id, seq=e.seq, lo=e.lo, hi=e.hi, tick=1.0) for e in events]
+    check_runs_count(cq, fresh)
     return query, match_events(cq, fresh)
+
+
+def check_runs_count(cq: Any, events: list[Event]) -> None:
+    """The NFA^b runtime's running count of its runs (what a load shedder reads per event) equals its pools, after
+    every event, a sweep and a shed."""
+    m = Matcher(cq)
+    for i, ev in enumerate(sort_events(events)):
+        m.feed(ev)
+        assert m.alive == m.runs_alive(), f"after event {i} ({ev.id}): counted {m.alive}, pools {m.runs_alive()}"
+    m.sweep()
+    assert m.alive == m.runs_alive(), "after a sweep"
+    m.shed(lambda r: r.k % 2 == 0)
+    assert m.alive == m.runs_alive(), "after shedding"
 
 
 def compare(text: str, events: list[Event], strategy: str) -> None:

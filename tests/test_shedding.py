@@ -322,7 +322,8 @@ def test_latency_bound_holds_under_overload(overload: float) -> None:
 
 
 def test_runs_count_kept_by_the_wrapper_is_exact() -> None:
-    """The wrapper counts runs from the pools each event touches (sweeps and cluster-wide events: all of them)."""
+    """The matchers count their runs with every change to their pools (steps, starts, sweeps, shedding); the
+    wrapper's n_pm is that count."""
     events, _, costs = trace()
     cap = len(events) / sum(costs)
     cfg = SheddingConfig(enabled=True, latency_bound_ms=BOUND_MS, weights=bench.WEIGHTS)
@@ -368,6 +369,31 @@ def test_latency_model_sheds_to_meet_the_bound_and_to_drain_the_queue() -> None:
     assert lat.global_drop(0.006, 5000) == pytest.approx(4000, abs=2)
     assert lat.global_drop(0.0095, 800) == 0  # too late anyway, and already sustainable: do not thrash
     assert lat.event_drop(0.0, 9500) == pytest.approx(500, abs=2)  # one heavy event, empty queue
+
+
+@lru_cache(maxsize=1)
+def _quick_test_shedder() -> SheddingMatcher:
+    return SheddingMatcher(bench.make_matchers(), SheddingConfig(enabled=True, latency_bound_ms=1000))
+
+
+@PROPERTY
+@given(data=st.data())
+def test_cached_quick_test_passes_only_where_the_full_test_passes(data: st.DataObject) -> None:
+    """The detector skips its predictions inside a cached region of (runs alive, queueing latency); every point of
+    that region must pass the full quick test, whatever shape the fitted costs have."""
+    lat = LatencyModel(bound=data.draw(st.sampled_from([0.05, 1.0, 30.0])), min_samples=1)
+    for fit in ("processing", "per_event", "shedding"):
+        a, b, c = (data.draw(st.floats(lo, hi)) for lo, hi in ((0.0, 1e-3), (0.0, 1e-6), (-1e-10, 1e-10)))
+        for n in data.draw(st.lists(st.integers(0, 20_000), min_size=1, max_size=40)):
+            getattr(lat, fit).update(n, a + b * n + c * n * n)
+    sm = _quick_test_shedder()
+    sm.latency = lat
+    sm._cache_quick_test(data.draw(st.integers(0, 20_000)))
+    assume(sm._quick_queueing >= 0.0)
+    corner = (sm._quick_runs, sm._quick_queueing)  # the worst point, and one anywhere in the region
+    for n, lq in (corner, (data.draw(st.integers(0, sm._quick_runs)), data.draw(st.floats(0.0, sm._quick_queueing)))):
+        slack = lat.bound - lat.safety - lq - lat.shedding.predict(n)
+        assert lat.processing.predict(n) <= slack and lat.per_event.predict(n) <= slack, (n, lq)
 
 
 # ---------------------------------------------------------------------------------------------- configuration

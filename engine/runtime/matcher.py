@@ -77,6 +77,7 @@ class Matcher:
         self.neg_types = {neg.type for neg in cq.negations}
         self.neg_buf: dict[str, tuple[list, list]] = {t: ([], []) for t in self.neg_types}
         self.pools: dict[Any, list[Run]] = {}
+        self.alive = 0  # runs in the pools, kept by every change to them (a shedder reads it per event)
         self.now = NEG_INF
         self.fed = 0
         self.emitted: set = set()
@@ -119,6 +120,7 @@ class Matcher:
                         step(r, ev, t, kept, out)
                     if self._future is not None and len(kept) > len(runs):
                         kept = self._merge(kept)
+                    self.alive += len(kept) - len(runs)
                     if kept:
                         pools[x] = kept
                     else:
@@ -147,6 +149,7 @@ class Matcher:
                 step(r, ev, t, kept, out)
             if self._future is not None and len(kept) > len(runs):
                 kept = self._merge(kept)
+            self.alive += len(kept) - len(runs)
             if key is None and self.partitioned:
                 moved.extend(r for r in kept if r.eqv[0] is not None)
                 kept = [r for r in kept if r.eqv[0] is None]
@@ -212,19 +215,6 @@ class Matcher:
             return [k for k in (x, None) if k in pools]
         return [None] if None in pools else []
 
-    def touched_keys(self, ev: Event) -> list | None:
-        """The pools :meth:`feed` may change for ``ev`` (runs stepped, moved out of the unbound pool, started): with
-        their sizes before and after, a shedder keeps its runs count exact without walking every pool.  None when any
-        pool may change (a sweep is due, or an event without the partition attribute)."""
-        if (self.fed + 1) % SWEEP_EVERY == 0:
-            return None
-        if self.skip_irrelevant and ev.type not in self.relevant:
-            return []
-        if not self.partitioned:
-            return [None]
-        x = ev.attrs.get(self.attr0)
-        return None if x is None else [x, None]
-
     def pending_work(self, ev: Event) -> int:
         """How many runs :meth:`feed` would step for ``ev``: its processing cost driver (pSPICE's n_pm, per event)."""
         pools = self.pools
@@ -250,6 +240,7 @@ class Matcher:
                 else:
                     del pools[key]
         self.shed_runs += removed
+        self.alive -= removed
         return removed
 
     def observe(self, callback: Callable[[Run, int, bool, list, int, int], None] | None) -> None:
@@ -284,6 +275,7 @@ class Matcher:
                 self.pools[key] = alive
             else:
                 del self.pools[key]
+        self.alive = sum(map(len, self.pools.values()))
         for ts, evs in self.neg_buf.values():
             cut = bisect_right(ts, horizon)
             if cut:
@@ -329,6 +321,7 @@ class Matcher:
         r = Run(0, False, bind, t, NEG_INF, NEG_INF, (None,) * len(self.attrs))
         kept: list[Run] = []
         self._advance(r, 0, ev, t, kept, out)
+        self.alive += len(kept)
         for run in kept:
             self.pools.setdefault(run.eqv[0] if self.partitioned else None, []).append(run)
 

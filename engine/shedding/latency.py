@@ -166,6 +166,7 @@ class LatencyModel:
         self.per_event = OnlineFit(forgetting)  # f_e: event seconds vs runs the event steps
         self.shedding = OnlineFit(forgetting)  # g: pass seconds vs runs scanned
         self.alpha = arrival_smoothing
+        self.version = 0  # counts the samples learnt: predictions can change only when it moves
         self.gap: float | None = None  # EWMA of the time between arrivals
         self._last_arrival: float | None = None
 
@@ -182,9 +183,11 @@ class LatencyModel:
         """One processed event: the runs alive before it, the runs it stepped, how long it took."""
         self.processing.update(n_pm, seconds)
         self.per_event.update(work, seconds)
+        self.version += 1
 
     def observe_shedding(self, scanned: int, seconds: float) -> None:
         self.shedding.update(scanned, seconds)
+        self.version += 1
 
     @property
     def ready(self) -> bool:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.events import Event
-from engine.runtime.matcher import SWEEP_EVERY, PackFeeder
+from engine.runtime.matcher import PackFeeder
 from engine.shedding.config import SheddingConfig
 from engine.shedding.latency import LatencyModel
 from engine.shedding.markov import QueryModel
@@ -43,12 +43,16 @@ class _Query:
     weight: float
     observer: Callable[..., None]
     shed_runs: int = 0
-    alive: int = 0  # runs alive, kept exact from the pools each event touches (Matcher.touched_keys)
+
+    @property
+    def alive(self) -> int:
+        """Runs alive (pSPICE's n_pm for this query): the matcher keeps the count with every change to its pools."""
+        return self.matcher.alive
 
 
 def _sheddable(m: Any) -> bool:
     """Has the NFA^b runtime's shedding hook (runs in pools); other evaluators are only fed."""
-    return all(hasattr(m, a) for a in ("pools", "shed", "observe", "touched_keys", "visit_keys", "pending_work"))
+    return all(hasattr(m, a) for a in ("pools", "alive", "shed", "observe", "visit_keys", "pending_work"))
 
 
 class SheddingMatcher:
@@ -84,15 +88,8 @@ class SheddingMatcher:
             model = QueryModel(m.cq, buckets=config.window_buckets, drift_threshold=config.drift_threshold,
                                check_every=config.check_every, min_observations=config.min_observations,
                                sync=sync_rebuild)
-            self.queries.append(_Query(m, model, config.weight(m.name), model.observer(_now_of(m)),
-                                       alive=sum(map(len, m.pools.values()))))
-        # the queries an event type can change (skipping strategies ignore the types they do not name)
-        self._always = [q for q in self.queries if not q.matcher.skip_irrelevant]
-        self._by_type: dict[str, list[_Query]] = {}
-        for q in self.queries:
-            if q.matcher.skip_irrelevant:
-                for typ in q.matcher.relevant:
-                    self._by_type.setdefault(typ, list(self._always)).append(q)
+            self.queries.append(_Query(m, model, config.weight(m.name), model.observer(_now_of(m))))
+        self._sheddable = [q.matcher for q in self.queries]
         self._levels: list[QueryLevels] = []
         self._relevel()
         self._type_utility = self._event_type_utility()
@@ -110,6 +107,10 @@ class SheddingMatcher:
         self._last_lq = 0.0  # the last event's queueing latency (the latency estimate is computed for metrics only)
         self._building = False
         self._simulation = 0.0  # time the cost model's bookkeeping took (left out of overhead_seconds)
+        # the quick test's cached region (see _cache_quick_test); empty until the first full test passes
+        self._quick_runs = -1
+        self._quick_queueing = -1.0
+        self._quick_version = -1
 
     # ------------------------------------------------------------------ public
 
@@ -123,8 +124,8 @@ class SheddingMatcher:
 
     @property
     def runs_alive_sheddable(self) -> int:
-        """Runs of the sheddable matchers (pSPICE's n_pm), as the wrapper keeps count: no walk over the pools."""
-        return sum(q.alive for q in self.queries)
+        """Runs of the sheddable matchers (pSPICE's n_pm), as the matchers keep count: no walk over the pools."""
+        return sum(m.alive for m in self._sheddable)
 
     def flush(self) -> list[dict]:
         if self.feeder is not None:
@@ -150,27 +151,37 @@ class SheddingMatcher:
         t_in = perf_counter()
         sh0 = self.shedding_seconds
         i = self.events
-        self.events += 1
+        self.events = i + 1
         every = self.observe_every
-        observe = i % every == 0
-        fit = i % every == every // 2 or every == 1  # fitted events carry no observer overhead
+        phase = i % every
+        observe = phase == 0
+        fit = phase == every // 2 or every == 1  # fitted events carry no observer overhead
         qs = self.queries
         lat = self.latency
         lq = -1.0
         if arrival is not None and qs:
-            lat.observe_arrival(arrival)
-            lq = max(0.0, (now if now is not None else self.clock()) - arrival)
+            # LatencyModel.observe_arrival, inlined (per event)
+            last = lat._last_arrival
+            lat._last_arrival = arrival
+            if last is not None and arrival >= last:
+                gap = arrival - last
+                lat.gap = gap if lat.gap is None else lat.gap + lat.alpha * (gap - lat.gap)
+            lq = (now if now is not None else self.clock()) - arrival
+            if lq < 0.0:
+                lq = 0.0
         n_pm = 0
-        for q in qs:
-            n_pm += q.alive
+        for m in self._sheddable:
+            n_pm += m.alive
         shed_secs = 0.0
         drop_event = False
         if lq >= 0.0:
             if self._forced is not None:
                 for scope, rho in self._forced.get(i, ()):
                     shed_secs += self._shed(rho, ev, scope == "event", i, scope)[1]
-            else:
+            elif n_pm > self._quick_runs or lq > self._quick_queueing or self._quick_version != lat.version:
                 drop_event, shed_secs, n_pm = self._detect(ev, i, lq, n_pm)
+            else:
+                self._last_lq = lq
         if drop_event:
             self.shed_events += 1
             self._account(t_in, sh0, 0.0, shed_secs, 0.0)
@@ -183,31 +194,13 @@ class SheddingMatcher:
             self._simulation += perf_counter() - tw
         else:
             work = 0
-        touched = []  # (query, its pools the event may change (None: all), their runs before)
-        for q in self._by_type.get(ev.type, self._always):
-            keys = q.matcher.touched_keys(ev)
-            if keys is None:
-                touched.append((q, None, 0))
-            elif keys:
-                get = q.matcher.pools.get
-                touched.append((q, keys, sum([len(get(k, ())) for k in keys])))
         if observe:
             for q in qs:
                 q.matcher.observe(q.observer)
-        t0 = perf_counter()
-        out = self._feed_all(ev)
-        measured = perf_counter() - t0
-        for q, keys, before in touched:
-            if keys is None:
-                q.alive = sum(map(len, q.matcher.pools.values()))
-            else:
-                get = q.matcher.pools.get
-                q.alive += sum([len(get(k, ())) for k in keys]) - before
         feeder = self.feeder
-        for q in qs:
-            # a sweep (every 4096 events) may have emptied any pool; a one-pass feeder sweeps on its own count
-            if (q.matcher.fed if feeder is None else feeder.fed) % SWEEP_EVERY == 0:
-                q.alive = sum(map(len, q.matcher.pools.values()))
+        t0 = perf_counter()
+        out = feeder.feed(ev) if feeder is not None else self._feed_all(ev)
+        measured = perf_counter() - t0
         if observe:
             for q in qs:
                 q.matcher.observe(None)
@@ -223,7 +216,12 @@ class SheddingMatcher:
                 self._building |= q.model.building
             if swapped:
                 self._relevel()
-        self._account(t_in, sh0, measured, shed_secs, secs)
+        # _account, inlined (per event)
+        self.last_processing_seconds = secs
+        self.last_shedding_seconds = shed_secs
+        self.processing_seconds += measured
+        self.overhead_seconds += perf_counter() - t_in - measured - (self.shedding_seconds - sh0) - self._simulation
+        self._simulation = 0.0
         return out
 
     def metrics(self) -> dict[str, Any]:
@@ -258,6 +256,7 @@ class SheddingMatcher:
         # the quick test: neither the mean event (Algorithm 1) nor one stepping every run (the guard) can break it
         slack = lat.bound - lat.safety - lq - lat.shedding.predict(n_pm)
         if lat.processing.predict(n_pm) <= slack and lat.per_event.predict(n_pm) <= slack:
+            self._cache_quick_test(n_pm)
             return False, 0.0, n_pm
         shed_secs = 0.0
         rho = lat.global_drop(lq, n_pm)
@@ -282,6 +281,25 @@ class SheddingMatcher:
                 shed_secs += secs
         return False, shed_secs, n_pm
 
+    def _cache_quick_test(self, n_pm: int) -> None:
+        """Remember, until a fit learns, a region of (runs alive, queueing latency) where the quick test passes.
+
+        Each fit is non-decreasing on the counts it has seen and, beyond them, monotone one way or the other
+        (:class:`engine.shedding.latency.OnlineFit`), so its largest value for ``n <= 2 n_pm + 64`` is at that
+        bound or at the largest count seen.  Any such ``n`` with ``lq`` below ``bound - safety - g - max(f, f_e)``
+        (those largest values, less a rounding margin) passes the test :meth:`_detect` makes: most events then skip
+        three predictions."""
+        lat = self.latency
+        runs = 2 * n_pm + 64
+
+        def most(fit: Any) -> float:
+            return max(fit.predict(runs), fit.predict(min(runs, fit.x_max)))
+
+        cost = max(most(lat.processing), most(lat.per_event)) + most(lat.shedding)
+        self._quick_runs = runs
+        self._quick_queueing = lat.bound - lat.safety - cost - 1e-9 * lat.bound
+        self._quick_version = lat.version
+
     def _shed(self, rho: int, ev: Event, local: bool, i: int, scope: str) -> tuple[int, float]:
         """Drop ``rho`` runs (of the pools ``ev`` visits when ``local``); ``(removed, seconds)``."""
         groups = [(q.matcher, lv, q.matcher.visit_keys(ev) if local else None)
@@ -298,7 +316,6 @@ class SheddingMatcher:
         total = 0
         for q, n in zip(self.queries, removed, strict=True):
             q.shed_runs += n
-            q.alive -= n
             total += n
         self.shed_calls += 1
         self.shedding_seconds += measured
