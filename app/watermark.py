@@ -91,6 +91,7 @@ class Watermark:
         self.heap: list[tuple] = []
         self.released: Key | None = None  # key of the last released event
         self.value = NEG_INF  # the watermark (ticks) of the last release
+        self.resumed_at = NEG_INF  # when a partition last spoke again after idling (see live_frontier)
 
     def add(self, tp: Hashable, rank: int, partition: int, next_offset: int, newest: float, now: float) -> None:
         """Track a partition; ``newest`` is its newest event time before ``next_offset`` (from a checkpoint)."""
@@ -105,6 +106,8 @@ class Watermark:
         when it is late (then it is not buffered).  ``keep=False`` tracks the event without buffering it (a type no
         query reads); ``floor``: keys at or below it count as behind the watermark (a replay's K, for new events)."""
         p = self.parts[tp]
+        if now - p.seen_at > self.idle_timeout:
+            self.resumed_at = now
         p.seen_at = now
         t = ev.t
         p.tracker.note(offset, ev.thi, t)
@@ -124,6 +127,8 @@ class Watermark:
         """:meth:`offer` with ``keep=False`` for an event given by its time ``t`` and ``thi`` alone (a type no query
         reads: the service does not build it)."""
         p = self.parts[tp]
+        if now - p.seen_at > self.idle_timeout:
+            self.resumed_at = now
         p.seen_at = now
         p.tracker.note(offset, thi, t)
         if t < p.newest - self.bound:
@@ -147,9 +152,18 @@ class Watermark:
         return low
 
     def live_frontier(self, now: float, caught_up: Callable[[Hashable], bool]) -> float:
-        """The normal watermark: partitions idle (silent for ``idle_timeout`` and fully read) do not count."""
+        """The normal watermark: partitions idle (silent for ``idle_timeout`` and fully read) do not count -- except
+        for ``idle_timeout`` after an idle partition spoke again.
+
+        Data after a quiet spell comes in a burst (a collector catching up after an outage, a cluster waking up), and
+        it reaches the partitions a little apart: when the first partition's burst is read, the others' may not be
+        on the broker yet, or their fetch not answered, so they still look idle and fully read.  Letting the
+        watermark run ahead with the first partition would make the others' bursts late; holding every partition for
+        one ``idle_timeout`` lets them come in."""
         if not self.parts:
             return NEG_INF
+        if now - self.resumed_at <= self.idle_timeout:
+            return self.frontier(lambda _tp, _p: True)
 
         def active(tp: Hashable, p: _Part) -> bool:
             return not (now - p.seen_at > self.idle_timeout and caught_up(tp))

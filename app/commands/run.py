@@ -49,6 +49,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 64, got {value}")
+    return value
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pack", required=True, metavar="FILE", help="the YAML query pack to run")
     parser.add_argument("--bootstrap", metavar="HOST:PORT[,...]",
@@ -70,7 +80,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-delta", type=_seconds, metavar="S",
                         help="largest accepted delta; wider events are dead-lettered (7.5 s)")
     parser.add_argument("--idle-timeout", type=_seconds, metavar="S",
-                        help="a read-up partition silent this long stops holding the watermark (5 s)")
+                        help="a read-up partition silent this long stops holding the watermark (5 s); when one "
+                             "speaks again, all hold it this long, so a burst after a quiet spell is not late")
     parser.add_argument("--checkpoint-interval", type=_seconds, metavar="S", help="seconds between checkpoints (1)")
     parser.add_argument("--session-timeout", type=_seconds, metavar="S",
                         help="consumer group session: a killed process's partitions wait this long (10 s; the "
@@ -90,7 +101,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-shedding", dest="shedding", action="store_false",
                         help="ignore the pack's settings.shedding: never drop partial matches (e.g. while catching up "
                              "after an outage, when every match matters more than the latency bound)")
+    parser.add_argument("--workers", type=_workers, default=1, metavar="N",
+                        help="run N service processes in the group (one core each), named INSTANCE-0.., metrics on "
+                             "PORT+k, restarted if they crash (default 1: this process is the service)")
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.set_defaults(run_parser=parser)
 
 
 def _read_config(path: str | None) -> dict[str, Any]:
@@ -182,12 +197,31 @@ def build_config(args: argparse.Namespace, pack: Any) -> Any:
     return cfg
 
 
+def shared_argv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The options of ``args`` as a command line for the workers, without what differs per worker."""
+    out: list[str] = []
+    for action in parser._actions:
+        if not action.option_strings or action.dest in ("help", "workers", "instance", "metrics_port"):
+            continue
+        flag, value = action.option_strings[-1], getattr(args, action.dest, None)
+        if isinstance(action, argparse._StoreFalseAction):
+            out += [flag] if value is False else []
+        elif isinstance(action, argparse._AppendAction):
+            for item in value or ():
+                out += [flag, str(item)]
+        elif value is not None:
+            out += [flag, str(value)]
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from app.commands.match import load_pack
     from app.service import run_service
+    from app.workers import WORKER_ENV, run_workers
 
+    tag = f"[{os.environ[WORKER_ENV]}] " if os.environ.get(WORKER_ENV) else ""  # a worker of `--workers N`
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+                        format=f"%(asctime)s %(levelname)s {tag}%(name)s: %(message)s")
     # kafka-python logs every refused reconnect at ERROR while a broker restarts; the service reports what matters.
     kafka_level = os.environ.get("HCEP_KAFKA_LOG_LEVEL") or ("DEBUG" if args.log_level == "DEBUG" else "CRITICAL")
     logging.getLogger("kafka").setLevel(kafka_level)
@@ -197,6 +231,8 @@ def run(args: argparse.Namespace) -> int:
     if unrouted:
         logging.getLogger("hcep.run").warning("no URL for webhook(s) %s: their alerts are stored as 'unrouted'",
                                               ", ".join(unrouted))
+    if args.workers > 1:  # settings checked once, here; the workers parse the same ones again
+        return run_workers(shared_argv(args.run_parser, args), args.workers, cfg.instance, cfg.metrics_port)
     return run_service(cfg, pack)
 
 

@@ -40,7 +40,7 @@ class Child:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as out:
             # start_new_session: a process group (and session) of its own, see the module docstring.
-            self.proc = subprocess.Popen(_with_parent(self.argv), stdout=out, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(with_parent(self.argv), stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
         self.started_at = time.monotonic()
 
@@ -125,7 +125,7 @@ class Supervisor:
         return [c.pid for c in self.children if c.pid is not None]
 
 
-def _with_parent(argv: list[str]) -> list[str]:
+def with_parent(argv: list[str]) -> list[str]:
     """``argv`` run so that it gets SIGTERM when this process dies (setpriv sets the flag, then execs ``argv`` in the
     same process, whose parent is us); plain ``argv`` where setpriv is missing."""
     setpriv = shutil.which("setpriv")

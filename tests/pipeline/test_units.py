@@ -62,6 +62,20 @@ def test_idle_partition_stops_holding_the_watermark_and_is_late_after() -> None:
     assert wm.offer("b", 2, 0, ev(30.0), now=11.0) == "behind_watermark"
 
 
+def test_burst_after_a_quiet_spell_waits_for_every_partition() -> None:
+    """After idling, partition a's burst is read before b's reaches the broker: b still looks idle and read up, yet
+    the watermark holds for b during one idle timeout, so b's burst is not late; then a silent b stops holding it."""
+    wm = Watermark(bound=0, idle_timeout=5.0)
+    wm.add("a", 0, 0, 0, float("-inf"), 0.0)
+    wm.add("b", 1, 0, 0, float("-inf"), 0.0)
+    for i, ts in enumerate((100.0, 200.0, 300.0)):  # a catches up on 200 s of events, at wall time 60
+        assert wm.offer("a", i, 0, ev(ts), now=60.0) is None
+    assert wm.release(wm.live_frontier(60.1, lambda tp: True)) == []  # b silent for 60 s, read up: still held
+    assert wm.offer("b", 0, 0, ev(150.0), now=60.2) is None  # b's burst, 0.2 s later: in time
+    assert [r[0] for r in wm.release(wm.live_frontier(60.3, lambda tp: True))] == [1000]  # before b's newest
+    assert [r[0] for r in wm.release(wm.live_frontier(66.0, lambda tp: True))] == [1500, 2000, 3000]  # both idle
+
+
 def test_rebuild_tracker_gives_the_first_offset_still_needed() -> None:
     tr = RebuildTracker(next_offset=0, bucket=10)
     ticks = [100, 105, 130, 90, 200, 210, 205, 400]
