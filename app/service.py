@@ -188,7 +188,7 @@ class Service:
                 b = self._shed_base.get(name, (0, 0))
                 self._shed_base[name] = (b[0] + runs, b[1] + events)
         self.runner = PackRunner(self.pack, self.umax, shedding=self.cfg.shedding)
-        self.wm = Watermark(self.bound, self.cfg.idle_timeout)
+        self.wm = Watermark(self.bound, self.cfg.idle_timeout, self.tick)
         # id(event) -> when it could first be processed (see app.pack_runner), kept only while shedding is on
         self.arrivals: dict[int, float] | None = {} if self.runner.shedder is not None else None
         self.assignment: set[Tp] = set()

@@ -84,9 +84,10 @@ class _Part:
 class Watermark:
     """The merge buffer: :meth:`offer` each consumed event, :meth:`release` what the watermark has passed."""
 
-    def __init__(self, bound: float, idle_timeout: float = 5.0) -> None:
+    def __init__(self, bound: float, idle_timeout: float = 5.0, tick: float = 1.0) -> None:
         self.bound = bound  # ticks
         self.idle_timeout = idle_timeout
+        self.ticks_per_second = 1.0 / tick
         self.parts: dict[Hashable, _Part] = {}
         self.heap: list[tuple] = []
         self.released: Key | None = None  # key of the last released event
@@ -155,20 +156,29 @@ class Watermark:
         """The normal watermark: partitions idle (silent for ``idle_timeout`` and fully read) do not count -- except
         for ``idle_timeout`` after an idle partition spoke again.
 
-        Data after a quiet spell comes in a burst (a collector catching up after an outage, a cluster waking up), and
-        it reaches the partitions a little apart: when the first partition's burst is read, the others' may not be
-        on the broker yet, or their fetch not answered, so they still look idle and fully read.  Letting the
-        watermark run ahead with the first partition would make the others' bursts late; holding every partition for
-        one ``idle_timeout`` lets them come in."""
+        Data after a quiet spell may come in a burst (a collector catching up after an outage), and it reaches the
+        partitions a little apart: when the first partition's burst is read, the others' may not be on the broker
+        yet, or their fetch not answered, so they still look idle and fully read.  Were the watermark to run ahead
+        with the first partition, the others' bursts would be late.  So for one ``idle_timeout`` after a partition
+        speaks again, an idle partition still counts, at its newest time plus the wall-clock time it has been silent:
+        a source that was silent because nothing happened (a cluster quiet at night, Ganglia between two rounds)
+        hardly holds the watermark then, a source behind by an outage holds it until its burst is in."""
         if not self.parts:
             return NEG_INF
-        if now - self.resumed_at <= self.idle_timeout:
-            return self.frontier(lambda _tp, _p: True)
-
-        def active(tp: Hashable, p: _Part) -> bool:
-            return not (now - p.seen_at > self.idle_timeout and caught_up(tp))
-
-        return self.frontier(active)
+        timeout = self.idle_timeout
+        grace = now - self.resumed_at <= timeout
+        low = INF
+        for tp, p in self.parts.items():
+            silent = now - p.seen_at
+            newest = p.newest
+            if silent > timeout and caught_up(tp):
+                if not grace:
+                    continue
+                newest += silent * self.ticks_per_second
+            v = newest - self.bound
+            if v < low:
+                low = v
+        return low
 
     def release(self, wm: float, until: Key | None = None) -> list[tuple]:
         """Pop, in key order, the buffered entries ``(t, rank, partition, offset, index, ev)`` with ``t < wm`` (and key

@@ -76,6 +76,20 @@ def test_burst_after_a_quiet_spell_waits_for_every_partition() -> None:
     assert [r[0] for r in wm.release(wm.live_frontier(66.0, lambda tp: True))] == [1500, 2000, 3000]  # both idle
 
 
+def test_after_a_quiet_spell_a_source_silent_in_real_time_hardly_holds_the_watermark() -> None:
+    """During the hold after a quiet spell an idle partition counts at its newest time plus its silence: one whose
+    silence is the stream's own (nothing happened) does not stall the others."""
+    wm = Watermark(bound=0, idle_timeout=5.0, tick=0.1)
+    wm.add("a", 0, 0, 0, float("-inf"), 0.0)
+    wm.add("b", 1, 0, 0, float("-inf"), 0.0)
+    assert wm.offer("a", 0, 0, ev(10.0), now=10.0) is None
+    assert wm.offer("b", 0, 0, ev(10.0), now=10.0) is None
+    assert wm.offer("a", 1, 0, ev(59.0), now=60.0) is None  # a speaks again 50 s later, in real time
+    assert wm.offer("a", 2, 0, ev(61.0), now=60.0) is None
+    # b, silent for 50 s since its event at 10 s, counts at 60 s: what is before 60 s goes
+    assert [r[0] for r in wm.release(wm.live_frontier(60.0, lambda tp: True))] == [100, 100, 590]
+
+
 def test_rebuild_tracker_gives_the_first_offset_still_needed() -> None:
     tr = RebuildTracker(next_offset=0, bucket=10)
     ticks = [100, 105, 130, 90, 200, 210, 205, 400]
