@@ -279,8 +279,9 @@ def multi_row(bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file
               processes: int, workdir: str) -> dict[str, Any]:
     """``processes`` services side by side, as a consumer group that has settled: the jobs are split over
     ``processes`` Hadoop topics of 4 / N partitions each (equal numbers of events, :func:`_balanced_shares`), one
-    service (its own group) per topic, all reading the Ganglia topic in full.  (One group over one topic would measure the rebalances of its members joining one after
-    the other instead.)  e2e = all events / (last feed of any - first poll of any)."""
+    service (its own group) per topic, all reading the Ganglia topic in full.  (One group over one topic would
+    measure the rebalances of its members joining one after the other instead.)  drain = all events / (last read of
+    any - first poll of any), e2e the same to the last feed of any."""
     from app.kafka_io import ensure_topics
     from app.publish import publish
 
