@@ -160,12 +160,7 @@ class SheddingMatcher:
         lat = self.latency
         lq = -1.0
         if arrival is not None and qs:
-            # LatencyModel.observe_arrival, inlined (per event)
-            last = lat._last_arrival
-            lat._last_arrival = arrival
-            if last is not None and arrival >= last:
-                gap = arrival - last
-                lat.gap = gap if lat.gap is None else lat.gap + lat.alpha * (gap - lat.gap)
+            lat.observe_arrival(arrival)
             lq = (now if now is not None else self.clock()) - arrival
             if lq < 0.0:
                 lq = 0.0
@@ -216,12 +211,7 @@ class SheddingMatcher:
                 self._building |= q.model.building
             if swapped:
                 self._relevel()
-        # _account, inlined (per event)
-        self.last_processing_seconds = secs
-        self.last_shedding_seconds = shed_secs
-        self.processing_seconds += measured
-        self.overhead_seconds += perf_counter() - t_in - measured - (self.shedding_seconds - sh0) - self._simulation
-        self._simulation = 0.0
+        self._account(t_in, sh0, measured, shed_secs, secs)
         return out
 
     def metrics(self) -> dict[str, Any]:
