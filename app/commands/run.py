@@ -80,8 +80,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-delta", type=_seconds, metavar="S",
                         help="largest accepted delta; wider events are dead-lettered (7.5 s)")
     parser.add_argument("--idle-timeout", type=_seconds, metavar="S",
-                        help="a read-up partition silent this long stops holding the watermark (5 s); when one "
-                             "speaks again, all hold it this long, so a burst after a quiet spell is not late")
+                        help="a read-up partition silent this long stops holding the watermark (5 s); for this "
+                             "long after one speaks again, the silent ones hold it at their newest time plus their "
+                             "silence, so that a burst after a quiet spell is not late")
     parser.add_argument("--checkpoint-interval", type=_seconds, metavar="S", help="seconds between checkpoints (1)")
     parser.add_argument("--session-timeout", type=_seconds, metavar="S",
                         help="consumer group session: a killed process's partitions wait this long (10 s; the "
