@@ -53,8 +53,9 @@ class Worker:
 
 
 def worker_argv(base: list[str], instance: str, k: int, metrics_port: int | None) -> list[str]:
-    """The command line of worker ``k``: ``base`` (the options shared by all) plus its name and metrics port."""
-    port = -1 if metrics_port is None else metrics_port + k
+    """The command line of worker ``k``: ``base`` (the options shared by all) plus its name and metrics port (off,
+    any free one, or ``metrics_port + k``)."""
+    port = -1 if metrics_port is None else 0 if metrics_port == 0 else metrics_port + k
     return [sys.executable, "-m", "app.commands.run", *base, "--instance", f"{instance}-{k}",
             "--metrics-port", str(port)]
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from app.demo.supervisor import descendants
-from app.workers import run_workers
+from app.workers import run_workers, worker_argv
 from tests.pipeline.conftest import Broker, Receiver, run_command, scrape, start_service, wait_until
 from tests.pipeline.test_pipeline import PACK, _ensure, prefix, publish_in_chunks  # noqa: F401 (fixture)
 from tests.pipeline.workload import expected_alerts, hadoop_and_ganglia
@@ -88,3 +88,12 @@ def test_a_worker_failing_at_start_stops_the_command_with_its_status(tmp_path: P
     started = time.monotonic()
     status = run_workers(["--pack", str(tmp_path / "missing.yaml")], 2, "x", None)
     assert status == 2 and time.monotonic() - started < 30
+
+
+def test_worker_names_and_metrics_ports() -> None:
+    def tail(argv: list[str]) -> list[str]:
+        return argv[argv.index("--instance"):]
+
+    assert tail(worker_argv(["--pack", "p.yaml"], "w", 1, 9464)) == ["--instance", "w-1", "--metrics-port", "9465"]
+    assert tail(worker_argv([], "w", 1, 0))[-1] == "0"  # any free port, for each
+    assert tail(worker_argv([], "w", 1, None))[-1] == "-1"  # off
