@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from app.commands import CommandError
+from app.commands.argtypes import positive_int
 
 DEFAULTS: dict[str, Any] = {
     "bootstrap": "127.0.0.1:9092",
@@ -46,16 +47,6 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(f"must be a non-negative number of seconds, got {text}")
-    return value
-
-
-def _workers(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= value <= 64:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 64, got {value}")
     return value
 
 
@@ -102,7 +93,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-shedding", dest="shedding", action="store_false",
                         help="ignore the pack's settings.shedding: never drop partial matches (e.g. while catching up "
                              "after an outage, when every match matters more than the latency bound)")
-    parser.add_argument("--workers", type=_workers, default=1, metavar="N",
+    parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
                         help="run N service processes in the group (one core each), named INSTANCE-0.., metrics on "
                              "PORT+k, restarted if they crash (default 1: this process is the service)")
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
