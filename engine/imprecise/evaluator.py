@@ -219,6 +219,11 @@ class ImpreciseMatcher:
         self.emitted: set = set()
         self.signatures = 0
         self.matches = 0
+        # Dead ends (see _assign_singletons): candidates for the component before the closing one whose search found
+        # no signature, once nothing can change that.  Only where that search cannot depend on the closing event.
+        self.remember_dead_ends = (self.m >= 3 and not self.trailing and not self.comps[-2].kleene
+                                   and self.m - 1 in self.free and not cq.negations and self.window is not None)
+        self._dead_ends: dict[int, tuple[Event, float]] = {}  # id -> (candidate, the window's floor then)
 
     def _plan_enumeration(self) -> None:
         """Which predicates can run before the confidence DP: singleton-only ones once their earliest variable is
@@ -382,6 +387,9 @@ class ImpreciseMatcher:
         for buf in self.buffers.values():
             if buf.events and buf.events[0].thi < horizon - self.window:
                 buf.prune(horizon - self.window)
+        if self._dead_ends:
+            cut = horizon - self.window
+            self._dead_ends = {k: v for k, v in self._dead_ends.items() if v[0].thi >= cut}
 
     # ------------------------------------------------------------------ enumeration
 
@@ -412,15 +420,25 @@ class ImpreciseMatcher:
             if not self._exists(comp.type, eqv, floor, NEG_INF, z.thi + 1, None):
                 return
         self._assign_singletons(len(self.singleton_order) - (0 if self.trailing else 1), assignment, eqv, floor,
-                                z, out)
+                                z, out, top=True)
 
     def _assign_singletons(self, pos: int, assignment: list, eqv: tuple, floor: float, z: Event,
-                           out: list[dict]) -> None:
-        """Choose the singleton components ``singleton_order[:pos]`` (backwards)."""
+                           out: list[dict], top: bool = False) -> None:
+        """Choose the singleton components ``singleton_order[:pos]`` (backwards).
+
+        At the top level (the component just before the closing event ``z``), a candidate whose search reaches no
+        signature is remembered as a dead end and skipped at later closings, when nothing can change that outcome:
+        ``z`` is named by no predicate or RETURN and binds no equivalence attribute, there are no negations (so the
+        search below the candidate never looks at ``z``), and ``z`` surely follows the candidate (so every event that
+        could be chosen below it has arrived and ``z`` is not one of them).  A later closing may still lower the
+        window's floor (closings go by upper bound, the floor follows the lower one), so a dead end holds only at a
+        floor no lower than the one it was found at.  Q5 re-examined every open ReducerEnd at every Balance without
+        it."""
         if pos == 0:
             self._assign_kleene(assignment, eqv, floor, z, out)
             return
         j = self.singleton_order[pos - 1]
+        dead = self._dead_ends if top and self.remember_dead_ends and all(v is None for v in eqv) else None
         before = self._upper_bound(j, assignment, z)
         used = {id(e) for evs in assignment if evs for e in evs}
         cands = []
@@ -433,16 +451,19 @@ class ImpreciseMatcher:
         if j == 0 and j in self.free and self.mode == "distinct" and assignment[1] is not None:
             cands = self._undominated_first(cands, min(x.tlo for x in assignment[1]))
         for e, eqv2 in cands:
+            if dead is not None:
+                seen = dead.get(id(e))
+                if seen is not None and seen[0] is e and floor >= seen[1]:
+                    continue
+            signatures = self.signatures
             assignment[j] = [e]
-            if not self._singleton_checks_pass(j, assignment):
-                continue
-            if not self._kleene_order_possible(j, assignment, eqv2, floor):
-                continue
-            if j == self.return_ready and self._return_key(assignment) in self.emitted:
-                continue  # distinct: this value is already out
-            if not self._kleene_fillable(j, assignment, eqv2, floor, z):
-                continue
-            self._assign_singletons(pos - 1, assignment, eqv2, floor, z, out)
+            # distinct: a value already out is not looked for again
+            if (self._singleton_checks_pass(j, assignment) and self._kleene_order_possible(j, assignment, eqv2, floor)
+                    and not (j == self.return_ready and self._return_key(assignment) in self.emitted)
+                    and self._kleene_fillable(j, assignment, eqv2, floor, z)):
+                self._assign_singletons(pos - 1, assignment, eqv2, floor, z, out)
+            if dead is not None and self.signatures == signatures and z.tlo >= e.thi:
+                dead[id(e)] = (e, floor)
         assignment[j] = None
 
     def _exists(self, etype: str, eqv: tuple, floor: float, after: float, before: float, used: set | None,
