@@ -26,7 +26,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from app.demo.supervisor import with_parent
+from app.processes import with_parent
 
 log = logging.getLogger("hcep.workers")
 

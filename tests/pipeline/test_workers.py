@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from app.demo.supervisor import descendants
+from app.processes import descendants
 from app.workers import run_workers, worker_argv
 from tests.pipeline.conftest import Broker, Receiver, run_command, scrape, start_service, wait_until
 from tests.pipeline.test_pipeline import PACK, _ensure, prefix, publish_in_chunks  # noqa: F401 (fixture)
