@@ -124,6 +124,14 @@ def scrape(port: int) -> dict[str, float]:
     return out
 
 
+def holds(port: int, partitions: float) -> bool:
+    """Does the service with metrics on ``port`` hold this many partitions (False while it is not serving)?"""
+    try:
+        return scrape(port).get("hcep_assigned_partitions") == partitions
+    except OSError:
+        return False
+
+
 def wait_until(pred: Any, timeout: float, what: str, interval: float = 0.1) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

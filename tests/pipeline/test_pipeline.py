@@ -19,6 +19,7 @@ from tests.pipeline.conftest import (
     Broker,
     Receiver,
     free_port,
+    holds,
     run_command,
     scrape,
     start_service,
@@ -277,13 +278,8 @@ def test_two_processes_share_the_group(kafka_broker: Broker, receiver: Receiver,
                               group=prefix, instance=name, webhook=receiver.url, metrics_port=port)
             procs.append(start_service(cmd, tmp_path / f"run-{name}.log"))
 
-        def split() -> bool:
-            try:
-                return [scrape(p).get("hcep_assigned_partitions") for p in ports] == [3.0, 3.0]
-            except OSError:
-                return False
-
-        wait_until(split, 60, "both processes to hold 2 Hadoop partitions + the Ganglia one")
+        wait_until(lambda: holds(ports[0], 3.0) and holds(ports[1], 3.0), 60,
+                   "both processes to hold 2 Hadoop partitions + the Ganglia one")
         publish_in_chunks(bootstrap, prefix, hadoop, ganglia, chunks=1, pause=0)
         wait_until(lambda: set(receiver.alert_ids()) >= set(expected), 90, "all expected alerts")
         time.sleep(1.0)
@@ -316,12 +312,6 @@ def test_a_process_dies_and_the_other_takes_its_partitions(kafka_broker: Broker,
                               group=prefix, instance=name, webhook=receiver.url, metrics_port=port,
                               extra=["--alert-orphan-after", "3"])
             procs[name] = start_service(cmd, tmp_path / f"run-{name}.log")
-
-        def holds(port: int, n: float) -> bool:
-            try:
-                return scrape(port).get("hcep_assigned_partitions") == n
-            except OSError:
-                return False
 
         wait_until(lambda: holds(ports[0], 3.0) and holds(ports[1], 3.0), 60, "the group to split")
         first = [e for _s, e in merged[:half]]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from app.processes import descendants
 from app.workers import run_workers, worker_argv
-from tests.pipeline.conftest import Broker, Receiver, run_command, scrape, start_service, wait_until
+from tests.pipeline.conftest import Broker, Receiver, holds, run_command, start_service, wait_until
 from tests.pipeline.test_pipeline import PACK, _ensure, prefix, publish_in_chunks  # noqa: F401 (fixture)
 from tests.pipeline.workload import expected_alerts, hadoop_and_ganglia
 
@@ -29,13 +29,6 @@ def _two_free_ports() -> int:
                     continue
                 return port
     raise RuntimeError("no two consecutive free ports")
-
-
-def _holds(port: int, partitions: float) -> bool:
-    try:
-        return scrape(port).get("hcep_assigned_partitions") == partitions
-    except OSError:
-        return False
 
 
 def _is_worker(pid: int) -> bool:
@@ -63,7 +56,7 @@ def test_workers_share_the_group_and_a_crashed_one_is_restarted(kafka_broker: Br
     log = tmp_path / "run.log"
     parent = start_service(cmd, log)
     try:
-        wait_until(lambda: _holds(port, 3.0) and _holds(port + 1, 3.0), 60,
+        wait_until(lambda: holds(port, 3.0) and holds(port + 1, 3.0), 60,
                    "both workers to hold 2 Hadoop partitions + the Ganglia one")
         workers = _workers(parent)
         assert len(workers) == 2, workers
