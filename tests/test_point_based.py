@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from engine import Event, compile_query, match_events
 from engine.language.parser import parse_query
 from tests.point_based import PointBasedMatcher, expand, point_based
+from tests.strategies import by_signature
 
 TICK = 1.0
 #: Where each type's interval may start: roughly in pattern order with overlaps, so that most streams match.
@@ -60,20 +61,11 @@ def streams(draw: st.DrawFn) -> list[Event]:
     return events
 
 
-def _by_signature(records: list[dict]) -> dict:
-    out = {}
-    for r in records:
-        key = tuple((var, tuple(sorted(ids))) for var, ids in r["match"].items())
-        assert key not in out, f"duplicate signature {key}"
-        out[key] = r
-    return out
-
-
 def _agree(query: str, events: list[Event], threshold: float = 0.0) -> None:
     """Same signatures, confidences and time ranges; a signature within 1e-9 of the threshold may go either way."""
     parsed = parse_query(query, "q")
-    want = _by_signature(point_based(parsed, events, tick=TICK))
-    got = _by_signature(match_events(compile_query(parsed, confidence=threshold, tick=TICK), events))
+    want = by_signature(point_based(parsed, events, tick=TICK))
+    got = by_signature(match_events(compile_query(parsed, confidence=threshold, tick=TICK), events))
     borderline = {k for k, r in want.items() if abs(r["confidence"] - threshold) <= 1e-9}
     want = {k: r for k, r in want.items() if r["confidence"] >= threshold or k in got and k in borderline}
     assert set(got) == set(want), (query, events)
