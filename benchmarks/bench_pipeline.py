@@ -103,12 +103,11 @@ GANGLIA_TYPES = frozenset({"Metric", "LoadStd", "Balance", "Imbalance"})
 def simulated(nodes: int, hours: float, workdir: str, seed: int = 1) -> tuple[list[dict], list[dict]]:
     """The simulated cluster's trace (:func:`benchmarks.bench_hadoop_pack.simulated_events`, the pack's imbalance
     threshold) split by source, each in time order as its collector publishes it."""
-    import yaml
-
     from benchmarks.bench_hadoop_pack import simulated_events
+    from engine.language.packs import load_pack
 
-    settings = yaml.safe_load((ROOT / "queries" / "hadoop.yaml").read_text()).get("settings") or {}
-    events, _account = simulated_events(nodes, hours, seed, workdir, float(settings.get("imbalance_threshold", 1.0)))
+    threshold = float(load_pack(str(ROOT / "queries" / "hadoop.yaml")).settings.get("imbalance_threshold", 1.0))
+    events, _account = simulated_events(nodes, hours, seed, workdir, threshold)
     events.sort(key=lambda e: e["ts"])
     return [e for e in events if e["type"] not in GANGLIA_TYPES], [e for e in events if e["type"] in GANGLIA_TYPES]
 
