@@ -52,25 +52,16 @@ Cost: a restart replays about ``2 W + 4 U`` of event time; queries with a one-da
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Iterable
 from typing import Any
 
+from contracts.records import record_id
+
+__all__ = ["horizon", "offset_metadata", "parse_offset_metadata", "record_id"]
+
 NEG_INF = -math.inf
-
-
-def record_id(record: dict[str, Any], output: str = "all") -> str:
-    """The identity of a match record, and so of its alert: sha256 of the query and the signature (or, for
-    ``distinct`` output, of the RETURN value)."""
-    if output == "distinct":
-        body: Any = [record["query"], "return", record.get("return", {})]
-    else:
-        match = record.get("match", {})
-        body = [record["query"], "match", {var: sorted(ids) for var, ids in match.items()}]
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def horizon(last_t: float, windows: Iterable[int | None], umax: int, matchers: Iterable[Any], tick: float) -> float:

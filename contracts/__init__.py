@@ -1,0 +1,7 @@
+"""What crosses rooms: the match record and alert types, their identities, and (later) the store's schema.
+
+The engine produces match records (SPEC section 5), ``app`` turns them into alerts and stores both, the dashboard and
+the Spark jobs read them back.  Each of those imports these types from here and nothing of the others' insides, so a
+change of a record or alert shape is made once.  This package imports nothing of ``engine``, ``app``, ``collectors``
+or ``dashboards``.
+"""
