@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 MASTER_ENV = "HCEP_SPARK_MASTER"
 LOOPBACK = "127.0.0.1"
 #: The packages the executors import (the engine runs inside them).
-SHIPPED_PACKAGES = ("engine", "app", "collectors", "queries")
+SHIPPED_PACKAGES = ("engine", "app", "collectors", "contracts", "queries")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
