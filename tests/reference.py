@@ -46,10 +46,10 @@ NFA strategies
 
 - Events are processed in ``(t, seq)`` order.  For each event, the existing runs move first; then a new run starts if
   the event satisfies the first component's begin formula (the new run does not see its own event again).
+- The stream is read in ``(t, seq)`` order, ``seq`` being the arrival order (SPEC section 4): an event of the same
+  tick as the run's last selected one, read after it, follows it.
 - A formula (begin, take, or proceed = begin of the next component) holds for event ``e`` when: ``e`` has the
-  component's type; its point is strictly later than the run's last selected point (so an event tied with the last
-  selected one never satisfies a formula -- under strict/partition contiguity it therefore kills the run); the
-  window holds (``e.t - t_first < W``); the equivalence test holds over the run's events plus ``e``; and every
+  component's type; the window holds (``e.t - t_first < W``); the equivalence test holds over the run's events plus ``e``; and every
   positive predicate that is *evaluable* after binding ``e`` holds.  A predicate is evaluable when every variable it
   names is bound and every Kleene variable it references through ``b[b.len]``, ``b[]`` or ``b.len`` is closed.  A
   Kleene variable closes when the next positive component begins (the proceed move), or at each completion if it is
@@ -65,7 +65,8 @@ NFA strategies
   later event could be selected, so this does not change the output.
 - A run completes when its last component is bound: after the begin of a trailing singleton, or at every begin/take of
   a trailing Kleene component whose closed-Kleene predicates hold (the run itself keeps going).  Negation is then
-  checked on the finished match exactly as for skip_till_any_match; a violated match is dropped.
+  checked on the finished match as for skip_till_any_match, "strictly between" taken in the ``(t, seq)`` order; a
+  violated match is dropped.
 """
 
 from __future__ import annotations
@@ -295,16 +296,18 @@ def returns_of(query: ast.Query, binding: Mapping[str, Bound]) -> Returns:
     return {item.name: evaluate(item.expr, binding) for item in query.returns}
 
 
-def _first_point(bound: Bound) -> float:
-    return bound[0].t if isinstance(bound, list) else bound.t
+def _order_key(bound: Bound, last: bool, stream_order: bool) -> tuple[float, int]:
+    e = (bound[-1] if last else bound[0]) if isinstance(bound, list) else bound
+    return (e.t, e.seq if stream_order else 0)
 
 
-def _last_point(bound: Bound) -> float:
-    return bound[-1].t if isinstance(bound, list) else bound.t
+def negation_holds(
+    query: ast.Query, binding: Mapping[str, Bound], events: Sequence[Event], *, stream_order: bool = False
+) -> bool:
+    """SPEC section 3 item 5 (with the equivalence rule of section 2) for a complete positive binding.
 
-
-def negation_holds(query: ast.Query, binding: Mapping[str, Bound], events: Sequence[Event]) -> bool:
-    """SPEC section 3 item 5 (with the equivalence rule of section 2) for a complete positive binding."""
+    ``stream_order``: "strictly between" in the (tick, arrival) order the NFA strategies read (SPEC section 4), where
+    an event of P's last tick that arrived after it lies after it; otherwise strictly between the points."""
     comps = query.components
     match_events = events_of(binding)
     for idx, comp in enumerate(comps):
@@ -312,10 +315,12 @@ def negation_holds(query: ast.Query, binding: Mapping[str, Bound], events: Seque
             continue
         before = next(c for c in reversed(comps[:idx]) if not c.negated)
         after = next(c for c in comps[idx + 1 :] if not c.negated)
-        lo, hi = _last_point(binding[before.var]), _first_point(binding[after.var])
+        lo = _order_key(binding[before.var], True, stream_order)
+        hi = _order_key(binding[after.var], False, stream_order)
         preds = [p for p in query.where if comp.var in named_vars(p)]
         for e in events:
-            if e.type != comp.type or not lo < e.t < hi:
+            key = (e.t, e.seq if stream_order else 0)
+            if e.type != comp.type or not (lo < key < hi if stream_order else lo[0] < e.t < hi[0]):
                 continue
             if not equivalence_holds([*match_events, e], query.equivalence):
                 continue
@@ -415,8 +420,7 @@ def reference_nfa(
         return {c.var for c in positives[:k] if c.kleene}
 
     def formula_ok(run: _Run, binding: Binding, closed: set[str], e: Event) -> bool:
-        if run.t_last is not None and not e.t > run.t_last:
-            return False
+        # Every event read after the run's last selected one follows it in the (tick, arrival) order: no time test.
         if w is not None and run.t_first is not None and not e.t - run.t_first < w:
             return False
         if not equivalence_holds(events_of(binding), query.equivalence):
@@ -431,7 +435,7 @@ def reference_nfa(
         return _Run(cur=cur, binding=binding, t_first=t_first, t_last=e.t)
 
     def complete(binding: Binding) -> None:
-        if negation_holds(query, binding, evs):
+        if negation_holds(query, binding, evs, stream_order=True):
             out.append((signature_of(query, binding), returns_of(query, binding)))
 
     def trailing_completion(binding: Binding, closed: set[str]) -> None:

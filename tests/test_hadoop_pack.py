@@ -69,17 +69,19 @@ def rec(query: str, match: dict, start: float, end: float, /, **returned) -> dic
 #   jB: sB@12, mB1@25, eB@45: avg = max = 6.
 #   jC: sC@300 .. eC@86700: 86400 s = exactly the window; WITHIN needs t_last - t_first < W, so no match.
 # Q2: jA has Reducers rA1@52 (10), rA2@58 (15) between sA and eA: avg 12.5, max 15.  jB, jC have none (b non-empty).
-# Q3 (next, all): a run per ReducerStart.
-#   rs1@100 (task t1): p0@100 shares rs1's tick -> ignored.  p1@101 (1.0) is taken into b.  p2@102 (3.0):
-#   3 > 2*1 -> split: match {b: p1, c: p2}, and the copy takes p2.  px@102.5 is task t2 -> ignored.  p3@103 (4.0):
-#   4 > 2*avg(1, 3) = 4 is false (strict) -> taken.  p4@104 (5.0): 5 > 2*8/3 false -> taken.  p5@105 (7.0):
-#   7 > 2*avg(1, 3, 4, 5) = 6.5 -> split: match {b: p1..p4, c: p5}, the copy takes p5.  p6@105 shares p5's tick:
-#   it cannot follow p5, and no run without p5 is left -> ignored.  p7@106 (2.0): 2 > 2*4 false -> taken.
+# Q3 (next, all): a run per ReducerStart.  Under skip_till_next_match events of one tick follow each other in
+#   arrival order (SPEC section 4).
+#   rs1@100 (task t1): p0@100 (0.1) shares rs1's tick but arrived after it -> b = [p0].  p1@101 (1.0): 1 > 2*0.1 ->
+#   split: match {b: p0, c: p1}, the copy takes p1.  p2@102 (3.0): 3 > 2*0.55 -> match {b: p0 p1, c: p2}, taken.
+#   px@102.5 is task t2 -> ignored.  p3@103 (4.0): 4 > 2*avg(0.1, 1, 3) -> match, taken.  p4@104 (5.0): 5 > 4.05 ->
+#   match, taken.  p5@105 (7.0): 7 > 2*2.62 -> match, taken.  p6@105 (50.0) shares p5's tick and arrived after it:
+#   50 > 2*3.35 -> match {b: p0..p5, c: p6} (the slow pull in the tick of the pull before it ends a run), taken.
+#   p7@106 (2.0): 2 > 2*10.01 false -> taken.
 #   rs2@200 (t2): p21@201 (1.0) taken; p23@799.9 (9.0): 599.9 s < 600 s and 9 > 2 -> match {b: p21, c: p23}, the
 #   copy takes it; p22@800 (30.0): 800 - 200 = 600 s is not < 600 s -> the run is dead, no match.
 # Q4 (next, trailing Kleene): one growing prefix per JobStart, a match at every DataIO taken; queued = running sum.
-#   jA: d0@10 shares sA's tick -> ignored; d1@21 +100, d2@31 +200, d3@53 -150 -> 100, 300, 150.
-#   jB: e1@26 +50.  jC: dC1@500 +10; dC2@86700 is 86400 s after sC -> outside the window.
+#   jA: d0@10 shares sA's tick and arrived after it -> taken (999); d1@21 +100, d2@31 +200, d3@53 -150 -> 1099, 1299,
+#   1149.  jB: e1@26 +50.  jC: dC1@500 +10; dC2@86700 is 86400 s after sC -> outside the window.
 
 EXPECTED = {
     "Q1": [
@@ -106,15 +108,24 @@ EXPECTED = {
         ),
     ],
     "Q3": [
-        rec("Q3", {"a": ["rs1"], "b": ["p1"], "c": ["p2"]}, 100.0, 102.0, task_id="t1", period=3.0),
-        rec("Q3", {"a": ["rs1"], "b": ["p1", "p2", "p3", "p4"], "c": ["p5"]}, 100.0, 105.0, task_id="t1", period=7.0),
+        rec("Q3", {"a": ["rs1"], "b": ["p0"], "c": ["p1"]}, 100.0, 101.0, task_id="t1", period=1.0),
+        rec("Q3", {"a": ["rs1"], "b": ["p0", "p1"], "c": ["p2"]}, 100.0, 102.0, task_id="t1", period=3.0),
+        rec("Q3", {"a": ["rs1"], "b": ["p0", "p1", "p2"], "c": ["p3"]}, 100.0, 103.0, task_id="t1", period=4.0),
+        rec("Q3", {"a": ["rs1"], "b": ["p0", "p1", "p2", "p3"], "c": ["p4"]}, 100.0, 104.0, task_id="t1", period=5.0),
+        rec("Q3", {"a": ["rs1"], "b": ["p0", "p1", "p2", "p3", "p4"], "c": ["p5"]}, 100.0, 105.0, task_id="t1",
+            period=7.0),
+        rec("Q3", {"a": ["rs1"], "b": ["p0", "p1", "p2", "p3", "p4", "p5"], "c": ["p6"]}, 100.0, 105.0, task_id="t1",
+            period=50.0),
         rec("Q3", {"a": ["rs2"], "b": ["p21"], "c": ["p23"]}, 200.0, 799.9, task_id="t2", period=9.0),
     ],
     "Q4": [
-        rec("Q4", {"a": ["sA"], "b": ["d1"]}, 10.0, 21.0, job_id="jA", start=10.0, last=21.0, queued=100),
+        rec("Q4", {"a": ["sA"], "b": ["d0"]}, 10.0, 10.0, job_id="jA", start=10.0, last=10.0, queued=999),
+        rec("Q4", {"a": ["sA"], "b": ["d0", "d1"]}, 10.0, 21.0, job_id="jA", start=10.0, last=21.0, queued=1099),
         rec("Q4", {"a": ["sB"], "b": ["e1"]}, 12.0, 26.0, job_id="jB", start=12.0, last=26.0, queued=50),
-        rec("Q4", {"a": ["sA"], "b": ["d1", "d2"]}, 10.0, 31.0, job_id="jA", start=10.0, last=31.0, queued=300),
-        rec("Q4", {"a": ["sA"], "b": ["d1", "d2", "d3"]}, 10.0, 53.0, job_id="jA", start=10.0, last=53.0, queued=150),
+        rec("Q4", {"a": ["sA"], "b": ["d0", "d1", "d2"]}, 10.0, 31.0, job_id="jA", start=10.0, last=31.0,
+            queued=1299),
+        rec("Q4", {"a": ["sA"], "b": ["d0", "d1", "d2", "d3"]}, 10.0, 53.0, job_id="jA", start=10.0, last=53.0,
+            queued=1149),
         rec("Q4", {"a": ["sC"], "b": ["dC1"]}, 300.0, 500.0, job_id="jC", start=300.0, last=500.0, queued=10),
     ],
     "Q5": [],
@@ -237,13 +248,44 @@ def test_handcheck_whole_pack(pack, handcheck):
         assert mine == match_events(compiled(pack, {name}), handcheck)
 
 
-def test_handcheck_input_order_does_not_matter(pack, handcheck):
-    # match_events sorts by time; ties keep input order, and here every tie is between events that cannot follow one
-    # another, so reversing the file changes nothing.
+def test_handcheck_input_order_decides_ties_only_under_next_match(pack, handcheck):
+    # match_events sorts by time, ties in input order.  Under skip_till_any_match (Q1, Q2) events of one tick are
+    # concurrent, so reversing the file changes nothing; under skip_till_next_match (Q4) a same-tick event follows
+    # only if it arrived later: reversed, d0 comes before sA and is not taken.
     lines = [line for line in HANDCHECK.read_text().splitlines() if line.strip()][::-1]
     reversed_events = [event_from_json(json.loads(line), seq=i, tick=pack.tick) for i, line in enumerate(lines)]
-    for name in ("Q1", "Q2", "Q4"):
+    for name in ("Q1", "Q2"):
         assert_same_records(match_events(compiled(pack, {name}), reversed_events), EXPECTED[name])
+    q4 = [r["return"]["queued"] for r in match_events(compiled(pack, {"Q4"}), reversed_events)
+          if r["return"]["job_id"] == "jA"]
+    assert q4 == [100, 300, 150]
+
+
+def test_two_dataio_in_one_tick_are_both_summed(pack):
+    """SPEC section 4: Q4's Kleene run takes both DataIO written in the same 0.1 s tick, so the queue is the sum."""
+    lines = [
+        {"type": "JobStart", "ts": 0.0, "id": "s", "job_id": "j"},
+        {"type": "DataIO", "ts": 5.0, "id": "w1", "job_id": "j", "size": 100},
+        {"type": "DataIO", "ts": 5.02, "id": "w2", "job_id": "j", "size": 200},  # same tick as w1
+        {"type": "DataIO", "ts": 9.0, "id": "f1", "job_id": "j", "size": -100},
+        {"type": "DataIO", "ts": 9.01, "id": "f2", "job_id": "j", "size": -200},  # same tick as f1
+    ]
+    events = [event_from_json(obj, seq=i, tick=pack.tick) for i, obj in enumerate(lines)]
+    queued = [r["return"]["queued"] for r in match_events(compiled(pack, {"Q4"}), events)]
+    assert queued == [100, 300, 200, 0]
+
+
+def test_slow_pull_in_the_tick_of_the_previous_pull_ends_q3s_run(pack):
+    lines = [
+        {"type": "ReducerStart", "ts": 0.0, "id": "rs", "task_id": "r"},
+        {"type": "DataPull", "ts": 1.0, "id": "p1", "task_id": "r", "period": 1.0},
+        {"type": "DataPull", "ts": 2.0, "id": "p2", "task_id": "r", "period": 1.0},
+        {"type": "DataPull", "ts": 2.03, "id": "slow", "task_id": "r", "period": 30.0},  # the tick of p2
+    ]
+    events = [event_from_json(obj, seq=i, tick=pack.tick) for i, obj in enumerate(lines)]
+    got = match_events(compiled(pack, {"Q3"}), events)
+    assert [(r["match"]["c"], r["return"]["period"]) for r in got] == [(["slow"], 30.0)]
+    assert got[0]["match"]["b"] == ["p1", "p2"]
 
 
 # --------------------------------------------------------------------------- the shipped sample trace

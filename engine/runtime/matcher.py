@@ -367,7 +367,10 @@ class Matcher:
         # strict contiguity, or partition contiguity on an event of the run's own partition: the run dies
 
     def _step_next(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
-        """skip_till_next_match, partition_contiguity, strict_contiguity: one deterministic move, or a split."""
+        """skip_till_next_match, partition_contiguity, strict_contiguity: one deterministic move, or a split.
+
+        These strategies read the stream in its (tick, arrival) order (SPEC section 4): every event fed after the
+        run's last selected one follows it, a same-tick event included, so no time comparison is made here."""
         w = self.window
         if w is not None and t - r.t_first >= w:
             return
@@ -375,13 +378,12 @@ class Matcher:
         comp = self.comps[k]
         etype = ev.type
         if comp.kleene and r.kin:
-            later = t > r.t_last
-            take = (etype == comp.type and later and self._eq_ok(r, ev)
+            take = (etype == comp.type and self._eq_ok(r, ev)
                     and (comp.take is None or comp.take(r.bind, ev)))
             proceed = False
             if k < self.last:
                 c2 = self.comps[k + 1]
-                proceed = (etype == c2.type and later and self._eq_ok(r, ev)
+                proceed = (etype == c2.type and self._eq_ok(r, ev)
                            and (c2.begin is None or c2.begin(r.bind, ev)))
             if proceed:
                 self._advance(r.clone() if take else r, k + 1, ev, t, kept, out)
@@ -390,8 +392,7 @@ class Matcher:
             elif not proceed:
                 self._ignore(r, ev, kept)
             return
-        if (etype == comp.type and t > r.t_last and self._eq_ok(r, ev)
-                and (comp.begin is None or comp.begin(r.bind, ev))):
+        if etype == comp.type and self._eq_ok(r, ev) and (comp.begin is None or comp.begin(r.bind, ev)):
             self._advance(r, k, ev, t, kept, out)
         else:
             self._ignore(r, ev, kept)
@@ -505,17 +506,29 @@ class Matcher:
     # ------------------------------------------------------------------ completion
 
     def _negated(self, r: Run) -> bool:
-        """Is there a negated event that cancels the finished match (SPEC section 3, item 5)?"""
+        """Is there a negated event that cancels the finished match (SPEC section 3, item 5)?
+
+        "Between" is strict in the order the strategy reads the stream: by point under skip_till_any_match (events of
+        one tick are concurrent), by (tick, arrival) under the other strategies (SPEC section 4), where a negated event
+        of the same tick as P's last event but arriving after it, and before Q's first, lies between them."""
         bind = r.bind
         comps = self.comps
         for neg in self.cq.negations:
             before = bind[neg.after]
             after = bind[neg.after + 1]
-            t1 = before.event.t if comps[neg.after].kleene else before.t
-            t2 = after.first.t if comps[neg.after + 1].kleene else after.t
+            e1 = before.event if comps[neg.after].kleene else before
+            e2 = after.first if comps[neg.after + 1].kleene else after
+            t1, t2 = e1.t, e2.t
             ts, evs = self.neg_buf[neg.type]
-            for i in range(bisect_right(ts, t1), bisect_left(ts, t2)):
+            if self.any:
+                lo, hi = bisect_right(ts, t1), bisect_left(ts, t2)
+            else:
+                lo, hi = bisect_left(ts, t1), bisect_right(ts, t2)
+            k1, k2 = (t1, e1.seq), (t2, e2.seq)
+            for i in range(lo, hi):
                 e = evs[i]
+                if not self.any and not k1 < (e.t, e.seq) < k2:
+                    continue
                 if self._eq_consistent(r, e) and (neg.check is None or neg.check(bind, e)):
                     return True
         return False
