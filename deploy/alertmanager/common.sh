@@ -1,14 +1,15 @@
 # Shared settings for deploy/alertmanager/{install,start,stop,status}.sh: sourced, not run.
 #
 # Every setting is an environment variable with a default; the same can be given as a flag to any of the scripts:
-#   --run-dir DIR            ALERTMANAGER_RUN_DIR          runtime dir: config, data, log, PID file  (default <repo>/.run/alertmanager)
-#   --port N                 ALERTMANAGER_PORT             HTTP API and UI on 127.0.0.1               (default 9093)
-#   --receiver-url URL       ALERTMANAGER_RECEIVER_URL     the webhook every notification goes to     (default http://127.0.0.1:9/alerts: nowhere)
-#   --group-by LABELS        ALERTMANAGER_GROUP_BY         comma-separated grouping labels            (default job_id,app_id)
-#   --group-wait DUR         ALERTMANAGER_GROUP_WAIT       wait before a new group's first notice     (default 1s)
-#   --group-interval DUR     ALERTMANAGER_GROUP_INTERVAL   wait before notifying a changed group      (default 2s)
-#   --repeat-interval DUR    ALERTMANAGER_REPEAT_INTERVAL  re-notify an unchanged firing group        (default 1h)
-#   --force                  ALERTMANAGER_FORCE=1          stop.sh: SIGKILL at once
+#   --run-dir DIR          ALERTMANAGER_RUN_DIR         config, data, log, PID file (default <repo>/.run/alertmanager)
+#   --port N               ALERTMANAGER_PORT            HTTP API on 127.0.0.1                    (default 9093)
+#   --receiver-url URL     ALERTMANAGER_RECEIVER_URL    the webhook notifications go to (default http://127.0.0.1:9/,
+#                                                       the discard port: nowhere)
+#   --group-by LABELS      ALERTMANAGER_GROUP_BY        comma-separated grouping labels          (default job_id,app_id)
+#   --group-wait DUR       ALERTMANAGER_GROUP_WAIT      wait before a new group's first notice   (default 1s)
+#   --group-interval DUR   ALERTMANAGER_GROUP_INTERVAL  wait before notifying a changed group    (default 2s)
+#   --repeat-interval DUR  ALERTMANAGER_REPEAT_INTERVAL re-notify an unchanged firing group      (default 1h)
+#   --force                ALERTMANAGER_FORCE=1         stop.sh: SIGKILL at once
 # Durations as Alertmanager writes them: 500ms, 2s, 5m, 4h.  Everything listens on 127.0.0.1; the HA cluster
 # listener is off.
 
@@ -41,7 +42,7 @@ alertmanager_parse_args() {
     case "$ALERTMANAGER_RUN_DIR" in /*) ;; *) ALERTMANAGER_RUN_DIR="$PWD/$ALERTMANAGER_RUN_DIR" ;; esac
     ALERTMANAGER_PORT="${ALERTMANAGER_PORT:-9093}"
     # Port 9 (discard) on loopback: a config with no receiver given is valid and delivers nowhere.
-    ALERTMANAGER_RECEIVER_URL="${ALERTMANAGER_RECEIVER_URL:-http://127.0.0.1:9/alerts}"
+    ALERTMANAGER_RECEIVER_URL="${ALERTMANAGER_RECEIVER_URL:-http://127.0.0.1:9/}"
     ALERTMANAGER_GROUP_BY="${ALERTMANAGER_GROUP_BY:-job_id,app_id}"
     ALERTMANAGER_GROUP_WAIT="${ALERTMANAGER_GROUP_WAIT:-1s}"
     ALERTMANAGER_GROUP_INTERVAL="${ALERTMANAGER_GROUP_INTERVAL:-2s}"
@@ -60,6 +61,25 @@ alertmanager_parse_args() {
     for n in ALERTMANAGER_GROUP_WAIT ALERTMANAGER_GROUP_INTERVAL ALERTMANAGER_REPEAT_INTERVAL; do
         [[ "${!n}" =~ ^([0-9]+(ms|s|m|h|d|w|y))+$ ]] || adie "$n must be a duration such as 2s or 5m, got '${!n}'"
     done
+}
+
+# sed_value TEXT: TEXT made safe as a sed replacement with | as the delimiter.
+sed_value() {
+    local v="${1//\\/\\\\}"
+    v="${v//&/\\&}"
+    printf '%s' "${v//|/\\|}"
+}
+
+# render_config: the config rendered from alertmanager.yml.tmpl, on stdout (values checked by the parser above).
+render_config() {
+    local group_by
+    group_by="$(printf '%s' "$ALERTMANAGER_GROUP_BY" | sed 's/,/, /g')"
+    sed -e "s|@RECEIVER_URL@|$(sed_value "$ALERTMANAGER_RECEIVER_URL")|g" \
+        -e "s|@GROUP_BY@|$group_by|g" \
+        -e "s|@GROUP_WAIT@|$ALERTMANAGER_GROUP_WAIT|g" \
+        -e "s|@GROUP_INTERVAL@|$ALERTMANAGER_GROUP_INTERVAL|g" \
+        -e "s|@REPEAT_INTERVAL@|$ALERTMANAGER_REPEAT_INTERVAL|g" \
+        "$AM_DEPLOY_DIR/alertmanager.yml.tmpl"
 }
 
 # pid_of: the PID in RUN_DIR/alertmanager.pid if that process is alive and is Alertmanager run on this run dir (a

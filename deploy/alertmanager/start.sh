@@ -22,27 +22,11 @@ CONFIG="$RUN/alertmanager.yml"
 LOG="$RUN/alertmanager.log"
 mkdir -p "$RUN/data"
 
-sed_value() {  # sed_value TEXT: TEXT made safe as a sed replacement with | as the delimiter
-    local v="${1//\\/\\\\}"
-    v="${v//&/\\&}"
-    printf '%s' "${v//|/\\|}"
-}
-
-render() {  # render TEMPLATE OUT: replace @NAME@ placeholders; the values were validated by alertmanager_parse_args
-    local group_by
-    group_by="$(printf '%s' "$ALERTMANAGER_GROUP_BY" | sed 's/,/, /g')"
-    sed -e "s|@RECEIVER_URL@|$(sed_value "$ALERTMANAGER_RECEIVER_URL")|g" \
-        -e "s|@GROUP_BY@|$group_by|g" \
-        -e "s|@GROUP_WAIT@|$ALERTMANAGER_GROUP_WAIT|g" \
-        -e "s|@GROUP_INTERVAL@|$ALERTMANAGER_GROUP_INTERVAL|g" \
-        -e "s|@REPEAT_INTERVAL@|$ALERTMANAGER_REPEAT_INTERVAL|g" \
-        "$1" >"$2"
-}
-
 check_config() {  # check_config FILE: amtool's verdict, when amtool is there (Alertmanager itself would only log it)
     [ -x "$AM_TOOL" ] || return 0
     local out
-    out="$("$AM_TOOL" check-config "$1" 2>&1)" || { printf '%s\n' "$out" >&2; adie "invalid config rendered from alertmanager.yml.tmpl"; }
+    out="$("$AM_TOOL" check-config "$1" 2>&1)" \
+        || { printf '%s\n' "$out" >&2; rm -f "$1"; adie "invalid config rendered from alertmanager.yml.tmpl"; }
 }
 
 wait_ready() {  # wait_ready SECONDS: GET /-/ready answers 200
@@ -61,20 +45,20 @@ wait_ready() {  # wait_ready SECONDS: GET /-/ready answers 200
 
 check_loopback() {  # check_loopback PID: refuse to leave Alertmanager listening beyond loopback
     command -v ss >/dev/null 2>&1 || return 0
-    local bad
-    bad="$(ss -H -ltunp 2>/dev/null | grep "pid=$1," | awk '{print $5}' | grep -vE '^(127\.[0-9.]+|\[::1\]|\[::ffff:127\.[0-9.]+\]):[0-9]+$' || true)"
+    local bad loopback='^(127\.[0-9.]+|\[::1\]|\[::ffff:127\.[0-9.]+\]):[0-9]+$'
+    bad="$(ss -H -ltunp 2>/dev/null | grep "pid=$1," | awk '{print $5}' | grep -vE "$loopback" || true)"
     if [ -n "$bad" ]; then
         kill -9 "$1" 2>/dev/null || true
         adie "Alertmanager listened beyond loopback ($(echo $bad)): killed it"
     fi
 }
 
-render "$AM_DEPLOY_DIR/alertmanager.yml.tmpl" "$CONFIG.new"
+render_config >"$CONFIG.new"
 check_config "$CONFIG.new"
 
 if pid="$(pid_of)"; then
     tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qxF -- "--web.listen-address=127.0.0.1:$ALERTMANAGER_PORT" \
-        || { rm -f "$CONFIG.new"; adie "Alertmanager (pid $pid) runs on this run dir with another port: stop it first (stop.sh --run-dir $RUN)"; }
+        || { rm -f "$CONFIG.new"; adie "Alertmanager (pid $pid) runs on $RUN with another port: stop.sh it first"; }
     if cmp -s "$CONFIG.new" "$CONFIG"; then
         rm -f "$CONFIG.new"
         asay "already running (pid $pid)"
@@ -88,7 +72,7 @@ if pid="$(pid_of)"; then
     wait_ready 30
 else
     mv "$CONFIG.new" "$CONFIG"
-    port_open "$ALERTMANAGER_PORT" && adie "127.0.0.1:$ALERTMANAGER_PORT is taken by another process (choose --port)"
+    port_open "$ALERTMANAGER_PORT" && adie "127.0.0.1:$ALERTMANAGER_PORT is taken by another process (use --port)"
     asay "starting Alertmanager on 127.0.0.1:$ALERTMANAGER_PORT, notifying $ALERTMANAGER_RECEIVER_URL"
     rm -f "$RUN/alertmanager.pid"
     # setsid and nohup exec, so $! is Alertmanager's own PID.
