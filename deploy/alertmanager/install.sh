@@ -11,8 +11,12 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
+installed() {  # dpkg -s alone also succeeds for a removed package whose config files remain
+    [ "$(dpkg-query -W -f='${Status}' "$AM_PACKAGE" 2>/dev/null)" = "install ok installed" ] && [ -x "$AM_BIN" ]
+}
+
 install_apt() {
-    dpkg -s "$AM_PACKAGE" >/dev/null 2>&1 && return 0
+    installed && return 0
     if ! command -v apt-get >/dev/null 2>&1; then
         [ -x "$AM_BIN" ] && return 0
         adie "$AM_PACKAGE is missing and there is no apt-get (set ALERTMANAGER_BIN to an alertmanager binary)"
@@ -32,6 +36,14 @@ install_apt() {
     "${sudo[@]}" apt-get update -qq
     "${sudo[@]}" apt-get install -y -qq --no-install-recommends "$AM_PACKAGE" >/dev/null
     [ "$created" -eq 1 ] && rm -f "$policy"
+    # The package also enables its service for the next boot (0.0.0.0:9093 and :9094): turn that off too, since we
+    # installed it (an Alertmanager the operator installed before is left as it is).
+    if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+        "${sudo[@]}" systemctl disable --now "$AM_PACKAGE.service" >/dev/null 2>&1 || true
+    elif command -v update-rc.d >/dev/null 2>&1; then
+        "${sudo[@]}" update-rc.d "$AM_PACKAGE" disable >/dev/null 2>&1 || true
+    fi
+    asay "disabled Debian's own $AM_PACKAGE service (deploy/alertmanager/start.sh runs private instances)"
     return 0
 }
 
