@@ -377,7 +377,11 @@ class AlertmanagerSender(threading.Thread):
         try:
             while not self._stopping.is_set():
                 self._wake.clear()
-                wait = self._round()
+                try:
+                    wait = self._round()
+                except Exception:  # a bug must not end delivery for good: log it, try again after the cap
+                    log.exception("Alertmanager sender: unexpected error; next round in %.0f s", self.max_delay)
+                    wait = self.max_delay
                 if wait > 0:
                     woke = self._wake.wait(wait)
                     if woke and self.linger > 0 and not self._stopping.is_set():

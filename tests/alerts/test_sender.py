@@ -175,6 +175,26 @@ def test_submit_never_waits_for_the_network() -> None:
     assert not sender.is_alive()
 
 
+def test_an_error_in_a_round_does_not_end_delivery() -> None:
+    fake, calls = FakeClient(), []
+
+    def on_result(status: str, n: int) -> None:
+        calls.append(status)
+        if len(calls) == 1:
+            raise RuntimeError("a broken metrics callback")
+
+    sender = AlertmanagerSender(fake, max_delay=0.1, linger=0.0, on_result=on_result)  # type: ignore[arg-type]
+    sender.start()
+    try:
+        job = job_id()
+        sender.submit([make_alert(job, "A")])
+        poll(lambda: calls, 5, "the first round")
+        sender.submit([make_alert(job, "B")])
+        assert sender.drain(5) and sender.is_alive() and calls == ["delivered", "delivered"]
+    finally:
+        sender.stop()
+
+
 # ------------------------------------------------------------------------------------------ the real Alertmanager
 def test_the_sender_keeps_alertmanager_informed_across_a_restart(alertmanager: Daemon, client: Alertmanager) -> None:
     """Firing alerts are re-sent (their endsAt moves on); Alertmanager stopped: transitions keep being taken,
