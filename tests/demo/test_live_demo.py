@@ -348,7 +348,9 @@ def test_imbalance_view_shows_the_runaway_reducer(demo: Demo, page: Any, shots: 
 
 def test_overview_shows_the_imbalance_rounds_and_the_warnings(demo: Demo, page: Any, shots: Path) -> None:
     visit(page, demo.url, "Cluster overview")
-    text = until_text(page, demo, r"Imbalance rounds\s*\n\s*[1-9]", "imbalance rounds on the overview")
+    # The page draws top to bottom: wait for its last section too, not only the metric.
+    text = until_text(page, demo, r"Imbalance rounds\s*\n\s*[1-9][\s\S]*Needs a look",
+                      "imbalance rounds on the overview")
     assert "Load std-dev (latest)" in text and "Needs a look" in text
     assert re.search(r"Open alerts\s*\n\s*[1-9]", text), text
     page.locator(".vega-embed").first.wait_for()
