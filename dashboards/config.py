@@ -47,6 +47,7 @@ class DashboardConfig:
     refresh: float = DEFAULT_REFRESH  # seconds between auto-refreshes; 0 turns it off
     metrics: str | None = None  # the Prometheus endpoint of ``hcep run`` (runs alive, shed counts, events/s)
     history: Path | None = None  # Spark history tables (``hcep history --out DIR``: durations/, skew/, ...)
+    alertmanager: str | None = None  # Alertmanager's base URL: the open alerts, silenced/inhibited state
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DashboardConfig:
@@ -72,8 +73,9 @@ class DashboardConfig:
         except ValueError:
             refresh = DEFAULT_REFRESH
         metrics = env.get(PREFIX + "METRICS", "").strip() or None
+        alertmanager = env.get(PREFIX + "ALERTMANAGER", "").strip() or None
         return cls(data, store, archive, _path(env, "PACK") or default_pack(), _path(env, "LOGS"), acks, refresh,
-                   metrics, history)
+                   metrics, history, alertmanager)
 
     def to_env(self) -> dict[str, str]:
         """The variables that make :meth:`from_env` return this config (for the ``streamlit run`` child)."""
@@ -85,4 +87,6 @@ class DashboardConfig:
                 out[PREFIX + key] = str(Path(value).resolve())
         if self.metrics:
             out[PREFIX + "METRICS"] = self.metrics
+        if self.alertmanager:
+            out[PREFIX + "ALERTMANAGER"] = self.alertmanager
         return out

@@ -96,3 +96,4 @@ install_python_packages
 PYTHON="$VENV/bin/python" bash "$ROOT/deploy/ganglia/install.sh"
 bash "$ROOT/deploy/dashboard/install.sh"
 bash "$ROOT/deploy/kafka/install.sh"
+bash "$ROOT/deploy/alertmanager/install.sh"

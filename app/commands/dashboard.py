@@ -37,6 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--acks", metavar="FILE", help="where acknowledgements are kept (default: in the data dir)")
     parser.add_argument("--metrics", metavar="URL", help="the Prometheus endpoint of `hcep run` (runs alive, shed "
                         "counts, events/s), e.g. http://127.0.0.1:9108/metrics")
+    parser.add_argument("--alertmanager", metavar="URL", help="Prometheus Alertmanager's base URL (the open alerts "
+                        "with their silenced/inhibited state), e.g. http://127.0.0.1:9093")
     parser.add_argument("--refresh", type=float, default=10.0, metavar="SECONDS",
                         help="auto-refresh period (0: off; default 10)")
     parser.add_argument("--host", default=LOOPBACK, help="address to bind (default 127.0.0.1, loopback only)")
@@ -76,10 +78,13 @@ def _config(args: argparse.Namespace) -> dict[str, str]:
         raise CommandError("hcep dashboard: give --data DIR, --store FILE, --archive DIR or --history DIR")
     if args.refresh < 0:
         raise CommandError("hcep dashboard: --refresh must be >= 0")
+    alertmanager = args.alertmanager
+    if alertmanager and not alertmanager.startswith(("http://", "https://")):
+        raise CommandError(f"hcep dashboard: --alertmanager {alertmanager}: give an http(s):// URL")
     # Unset store / archive / acks are found (or placed) in the data dir by DashboardConfig.from_env in the child.
     return DashboardConfig(data, store, archive, path(args.pack, "--pack", False) or default_pack(),
                            path(args.logs, "--logs", True), Path(args.acks) if args.acks else None,
-                           args.refresh, args.metrics, history).to_env()
+                           args.refresh, args.metrics, history, alertmanager).to_env()
 
 
 def streamlit_command(host: str, port: int) -> list[str]:

@@ -43,6 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         ("kafka-port", 9092, "Kafka broker"), ("zk-port", 2181, "ZooKeeper"), ("gmond-port", 8649, "gmond (TCP+UDP)"),
         ("gmetad-port", 8651, "gmetad XML"), ("gmetad-interactive-port", 8652, "gmetad interactive"),
         ("metrics-port", 9464, "hcep run's Prometheus metrics"), ("dashboard-port", 8501, "the dashboard"),
+        ("alertmanager-port", 9093, "Alertmanager's API"),
     ):
         live.add_argument(f"--{name}", type=_port, default=default, metavar="N",
                           help=f"{what} port (default {default})")
@@ -70,10 +71,11 @@ def run(args: argparse.Namespace) -> int:
         kafka_dir=Path(args.kafka_dir).resolve() if args.kafka_dir else ROOT / ".run" / "kafka",
         kafka_port=args.kafka_port, zk_port=args.zk_port, gmond_port=args.gmond_port, gmetad_port=args.gmetad_port,
         gmetad_interactive_port=args.gmetad_interactive_port, metrics_port=args.metrics_port,
-        dashboard_port=args.dashboard_port, refresh=args.refresh, start_timeout=args.start_timeout,
+        dashboard_port=args.dashboard_port, alertmanager_port=args.alertmanager_port, refresh=args.refresh,
+        start_timeout=args.start_timeout,
     )
     ports = [opts.kafka_port, opts.zk_port, opts.gmond_port, opts.gmetad_port, opts.gmetad_interactive_port,
-             opts.metrics_port] + ([opts.dashboard_port] if opts.dashboard else [])
+             opts.metrics_port, opts.alertmanager_port] + ([opts.dashboard_port] if opts.dashboard else [])
     if len(set(ports)) != len(ports):
         raise CommandError("hcep demo: every port must differ")
     return Demo(opts).run()

@@ -5,8 +5,10 @@ In order, each step waiting until its part answers:
 1. the Kafka broker (``deploy/kafka/start.sh``) and 2. gmond + gmetad (``deploy/ganglia/start.sh``, gmond muted so
    that the cluster it reports is only the simulated nodes) -- reused when they already run, stopped at the end only
    if the demo started them;
-3. a webhook receiver for the pack's alerts (in this process) and 4. the streaming service ``hcep run`` with the
-   Hadoop pack, reading this run's topics, keeping its store under the demo dir and serving metrics;
+3. a webhook receiver for the pack's alerts (in this process), Prometheus Alertmanager (``deploy/alertmanager/
+   start.sh``, notifying that receiver; its URL is :attr:`Demo.alertmanager_url`) and 4. the streaming service
+   ``hcep run`` with the Hadoop pack, reading this run's topics, keeping its store under the demo dir and serving
+   metrics;
 5. the collectors, publishing to Kafka: ``hcep collect hadoop DIR --follow --kafka`` on the simulated cluster's log
    tree and ``hcep collect ganglia --gmond --kafka`` polling gmond;
 6. the simulated cluster, live (``hcep simulate --live``): it writes its Hadoop logs and sends its Ganglia rounds as
@@ -63,6 +65,7 @@ class Options:
     gmetad_interactive_port: int = 8652
     metrics_port: int = 9464
     dashboard_port: int = 8501
+    alertmanager_port: int = 9093
     step: int = 5  #: seconds between Ganglia rounds (simulator, collector poll, gmetad)
     refresh: float = 5.0  #: dashboard auto-refresh
     showcase_every: float = 600.0
@@ -97,6 +100,10 @@ class Layout:
         return self.root / "ganglia"
 
     @property
+    def alertmanager(self) -> Path:  # Alertmanager's run dir: config, silences, log, PID file
+        return self.root / "alertmanager"
+
+    @property
     def state(self) -> Path:
         return self.root / "state"
 
@@ -105,11 +112,12 @@ class Layout:
         return self.root / "demo.json"
 
     def reset(self) -> None:
-        """Remove the previous run's files (not ganglia/, which may belong to daemons still running)."""
+        """Remove the previous run's files (not ganglia/ or alertmanager/, which may belong to daemons still
+        running)."""
         for path in (self.cluster, self.events, self.service, self.logs, self.state):
             if path.exists():
                 shutil.rmtree(path)
-        for name in ("alerts.jsonl", "demo.json", "dashboard_acks.json", "demo.tmp"):
+        for name in ("alerts.jsonl", "alertmanager.jsonl", "demo.json", "dashboard_acks.json", "demo.tmp"):
             (self.root / name).unlink(missing_ok=True)
         for path in (self.cluster, self.events, self.service, self.logs, self.state):
             path.mkdir(parents=True, exist_ok=True)
@@ -141,6 +149,9 @@ class Demo:
         prefix = f"hcep.demo.{self.run_id}"
         self.topics = {"hadoop": f"{prefix}.hadoop", "ganglia": f"{prefix}.ganglia", "matches": f"{prefix}.matches"}
         self.metrics_url = f"http://{LOOPBACK}:{opts.metrics_port}/metrics"
+        #: Alertmanager's base URL: where ``hcep run`` posts its alerts (``POST /api/v2/alerts``) and the dashboard
+        #: reads the open ones.
+        self.alertmanager_url = f"http://{LOOPBACK}:{opts.alertmanager_port}"
         self.url = f"http://{LOOPBACK}:{opts.dashboard_port}/"
         self.truth: dict[str, Any] = {}
         self.env = dict(os.environ)
@@ -207,9 +218,18 @@ class Demo:
                      2, f"{LOOPBACK}:{o.gmond_port} (gmetad :{o.gmetad_port}), cluster '{CLUSTER}'")
 
         pack = _pack_settings(o.pack)
-        t = self._step(3, "streaming service (hcep run, the Hadoop pack) and its alert webhook")
+        t = self._step(3, "streaming service (hcep run, the Hadoop pack), its alert webhook and Alertmanager")
         self.receiver = Receiver(lay.root / "alerts.jsonl", self.say)
         hook = self.receiver.start()
+        manager = services.alertmanager(lay.alertmanager, o.alertmanager_port, self.receiver.alertmanager_url,
+                                        lay.logs / "alertmanager.log", owner_pid=os.getpid())
+        self.daemons.append(manager)
+        try:
+            reused = not manager.start(timeout=o.start_timeout)
+        except services.ServiceError as err:
+            raise Failed(str(err)) from None
+        self._check()
+        # Alertmanager's URL for hcep run is self.alertmanager_url (to be passed as `hcep run --alertmanager URL`).
         self._hcep("run", "streaming service (hcep run)", "run", "--pack", str(o.pack), "--bootstrap", self.bootstrap,
                    "--topics", self.topics["hadoop"], "--broadcast", self.topics["ganglia"],
                    "--matches-topic", self.topics["matches"], "--group", f"hcep-demo-{self.run_id}",
@@ -218,7 +238,8 @@ class Demo:
                    *[arg for name in sorted(pack["webhooks"]) for arg in ("--webhook", f"{name}={hook}")])
         store = lay.service / "hcep.sqlite"
         self._wait("hcep run (metrics endpoint and store)", lambda: store.exists() and _answers(self.metrics_url))
-        self._done(t, f"metrics {self.metrics_url}, store {_short(store)}, alerts to {hook}")
+        self._done(t, f"metrics {self.metrics_url}, store {_short(store)}, alerts to {hook}; Alertmanager "
+                      f"{self.alertmanager_url}{' (reused)' if reused else ''} notifying the same receiver")
 
         t = self._step(4, "collectors publishing to Kafka (Hadoop logs, Ganglia)")
         threshold = pack["imbalance_threshold"]
@@ -255,7 +276,7 @@ class Demo:
             self._hcep("dashboard", "dashboard (hcep dashboard)", "dashboard", "--store", str(store),
                        "--data", str(lay.events), "--metrics", self.metrics_url, "--logs", str(hadoop_dir),
                        "--acks", str(lay.root / "dashboard_acks.json"), "--port", str(o.dashboard_port),
-                       "--refresh", f"{o.refresh:g}", "--host", LOOPBACK)
+                       "--refresh", f"{o.refresh:g}", "--host", LOOPBACK, "--alertmanager", self.alertmanager_url)
             self._wait("the dashboard", lambda: _answers(self.url + "_stcore/health"))
             self._done(t, self.url)
         t = self._step(7, "all up")
@@ -268,7 +289,7 @@ class Demo:
             "url": self.url if self.opts.dashboard else None, "metrics": self.metrics_url,
             "bootstrap": self.bootstrap, "topics": self.topics, "store": str(self.layout.service / "hcep.sqlite"),
             "cluster": str(self.layout.cluster), "events": str(self.layout.events),
-            "webhook": self.receiver.url if self.receiver else None,
+            "webhook": self.receiver.url if self.receiver else None, "alertmanager": self.alertmanager_url,
             "children": {c.name: c.pid for c in self.sup.children},
             "daemons": {d.name: {"started": d.started, **d.info} for d in self.daemons},
             "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self.opts).items()},

@@ -1,8 +1,11 @@
-"""The live demo's webhook receiver: where ``hcep run`` delivers the pack's alerts (Alertmanager's v4 JSON).
+"""The live demo's webhook receiver: where ``hcep run`` delivers the pack's alerts (Alertmanager's v4 JSON), and
+where the demo's Alertmanager sends its notifications.
 
-It listens on 127.0.0.1 (a free port), appends every alert to ``alerts.jsonl`` in the demo dir, counts them per
-query and severity, and prints the first few warnings (anything above ``info``) of each query on the terminal so a
-viewer sees them arrive.
+It listens on 127.0.0.1 (a free port).  On ``/alerts`` (hcep run's webhooks) it appends every alert to
+``alerts.jsonl`` in the demo dir, counts them per query and severity, and prints the first few warnings (anything
+above ``info``) of each query on the terminal so a viewer sees them arrive.  On ``/alertmanager`` (Alertmanager's
+notifications: one per group, i.e. per job, carrying all its alerts) it appends each notification to
+``alertmanager.jsonl`` next to it, counts them, and prints the first few.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+#: Alertmanager notifications printed on the terminal (the rest are only counted).
+SHOWN_NOTIFICATIONS = 3
 #: Alerts of one query printed on the terminal; the rest, and every ``info`` alert, are only counted (Q6 flags most
 #: reducers while the load is out of balance, Q4 fires on every map output).
 SHOWN_PER_QUERY = 3
@@ -26,6 +31,7 @@ class Receiver:
         self.say = say
         self.shown_per_query = shown_per_query
         self.counts: Counter[tuple[str, str]] = Counter()
+        self.notifications = 0  #: from Alertmanager
         self.seen: set[str] = set()
         self.lock = threading.Lock()
         self._server: http.server.ThreadingHTTPServer | None = None
@@ -38,7 +44,10 @@ class Receiver:
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 try:
                     body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
-                    receiver.take(json.loads(body or b"{}"))
+                    if self.path.startswith("/alertmanager"):
+                        receiver.take_notification(json.loads(body or b"{}"))
+                    else:
+                        receiver.take(json.loads(body or b"{}"))
                 except (ValueError, OSError):
                     self.send_response(400)
                     self.end_headers()
@@ -55,6 +64,11 @@ class Receiver:
         threading.Thread(target=self._server.serve_forever, name="webhook", daemon=True).start()
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/alerts"
         return self.url
+
+    @property
+    def alertmanager_url(self) -> str:
+        """Where Alertmanager's webhook notifications go (after :meth:`start`)."""
+        return self.url.rsplit("/", 1)[0] + "/alertmanager"
 
     def take(self, payload: dict[str, Any]) -> None:
         alerts = payload.get("alerts") if isinstance(payload, dict) else None
@@ -77,6 +91,21 @@ class Receiver:
                     summary = (alert.get("annotations") or {}).get("summary", "")
                     more = " (further ones are counted in the status lines)" if n == self.shown_per_query else ""
                     self.say(f"  alert {query} ({severity}): {summary}{more}")
+
+    def take_notification(self, payload: dict[str, Any]) -> None:
+        """One Alertmanager notification (webhook version 4): a group of alerts, firing or resolved."""
+        alerts = payload.get("alerts") if isinstance(payload, dict) else None
+        if not isinstance(alerts, list):
+            raise ValueError("not an Alertmanager notification")
+        with self.lock, open(self.path.with_name("alertmanager.jsonl"), "a", encoding="utf-8") as out:
+            out.write(json.dumps(payload, separators=(",", ":")) + "\n")
+            self.notifications += 1
+            if self.notifications <= SHOWN_NOTIFICATIONS:
+                group = ", ".join(f"{k}={v}" for k, v in sorted((payload.get("groupLabels") or {}).items()) if v)
+                names = sorted({str((a.get("labels") or {}).get("alertname", "?")) for a in alerts})
+                more = " (further ones are only counted)" if self.notifications == SHOWN_NOTIFICATIONS else ""
+                self.say(f"  Alertmanager notified {payload.get('status', '?')} {group or 'group'}: "
+                         f"{len(alerts)} alert(s) ({', '.join(names)}){more}")
 
     def totals(self) -> dict[str, int]:
         with self.lock:

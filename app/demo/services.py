@@ -1,5 +1,6 @@
-"""The daemons of the live demo -- a Kafka broker (with its ZooKeeper) and Ganglia's gmond and gmetad -- started and
-stopped through the project's own scripts (``deploy/kafka``, ``deploy/ganglia``).
+"""The daemons of the live demo -- a Kafka broker (with its ZooKeeper), Ganglia's gmond and gmetad, and Prometheus
+Alertmanager -- started and stopped through the project's own scripts (``deploy/kafka``, ``deploy/ganglia``,
+``deploy/alertmanager``).
 
 Idempotent: a daemon that already runs (its ``status.sh`` says so) is reused and left running at the end; only what
 the demo started is stopped.  Each script's output goes to a log file under the demo dir.
@@ -28,7 +29,7 @@ class ServiceError(Exception):
 class Service:
     """One deploy/<name>/ set of scripts with its arguments and environment."""
 
-    name: str  #: "kafka" or "ganglia"
+    name: str  #: "kafka", "ganglia" or "alertmanager"
     title: str
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
@@ -121,3 +122,12 @@ def ganglia(run_dir: Path, cluster: str, gmond_port: int, xml_port: int, interac
     # start.sh's watcher stops the daemons if the demo dies without cleaning up (only for daemons the demo starts).
     fresh = {"GANGLIA_OWNER_PID": str(owner_pid)} if owner_pid is not None else {}
     return Service("ganglia", "gmond and gmetad", [], env=env, log=log, fresh_env=fresh)
+
+
+def alertmanager(run_dir: Path, port: int, receiver_url: str, log: Path, owner_pid: int | None = None) -> Service:
+    """Alertmanager on 127.0.0.1:``port``, notifying ``receiver_url`` with the scripts' short demo timers (group_wait
+    1 s, group_interval 2 s).  A running one in ``run_dir`` is reused, its config re-rendered for this receiver."""
+    args = ["--run-dir", str(run_dir), "--port", str(port), "--receiver-url", receiver_url]
+    # start.sh's watcher stops it if the demo dies without cleaning up (only when the demo starts it).
+    fresh = {"ALERTMANAGER_OWNER_PID": str(owner_pid)} if owner_pid is not None else {}
+    return Service("alertmanager", "Alertmanager", args, log=log, fresh_env=fresh)

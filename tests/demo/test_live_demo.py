@@ -165,14 +165,14 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     except ImportError as err:
         _need(False, f"{err.name} is not installed")
     root = tmp_path_factory.mktemp("demo")
-    kafka, zk, gmond, gmetad, interactive, metrics, dashboard = _free_ports(7)
+    kafka, zk, gmond, gmetad, interactive, metrics, dashboard, alertmanager = _free_ports(8)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     out = root / "demo.out"
     cmd = [sys.executable, "-m", "app.cli", "demo", "--dir", str(root / "run"), "--kafka-dir", str(root / "kafka"),
            "--kafka-port", str(kafka), "--zk-port", str(zk), "--gmond-port", str(gmond), "--gmetad-port",
            str(gmetad), "--gmetad-interactive-port", str(interactive), "--metrics-port", str(metrics),
-           "--dashboard-port", str(dashboard), "--refresh", "3", "--duration", str(SAFETY_DURATION),
-           "--minutes", "30"]
+           "--dashboard-port", str(dashboard), "--alertmanager-port", str(alertmanager), "--refresh", "3",
+           "--duration", str(SAFETY_DURATION), "--minutes", "30"]
     with open(out, "wb") as sink:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     d = Demo(proc, root / "run", out)
@@ -287,7 +287,9 @@ def test_the_demo_starts_every_part_on_loopback(demo: Demo) -> None:
     assert f"Dashboard: {demo.url}" in text and "Ctrl-C stops everything" in text
     assert demo.url.startswith("http://127.0.0.1:")
     assert set(demo.info["children"]) == {"run", "collect-hadoop", "collect-ganglia", "simulate", "dashboard"}
-    assert all(d["started"] for d in demo.info["daemons"].values())  # fresh run dirs: the demo started both
+    assert set(demo.info["daemons"]) == {"kafka", "ganglia", "alertmanager"}
+    assert all(d["started"] for d in demo.info["daemons"].values())  # fresh run dirs: the demo started them all
+    assert demo.info["alertmanager"] == demo.info["daemons"]["alertmanager"]["ALERTMANAGER_URL"]
     # What the viewer is told to look for names the planted anomalies.
     for kind in ("slow_pull", "unbalancing_reducer", "skewed_mapper"):
         assert demo.anomaly(kind)["task_id"] in text
@@ -346,7 +348,9 @@ def test_imbalance_view_shows_the_runaway_reducer(demo: Demo, page: Any, shots: 
 
 def test_overview_shows_the_imbalance_rounds_and_the_warnings(demo: Demo, page: Any, shots: Path) -> None:
     visit(page, demo.url, "Cluster overview")
-    text = until_text(page, demo, r"Imbalance rounds\s*\n\s*[1-9]", "imbalance rounds on the overview")
+    # The page draws top to bottom: wait for its last section too, not only the metric.
+    text = until_text(page, demo, r"Imbalance rounds\s*\n\s*[1-9][\s\S]*Needs a look",
+                      "imbalance rounds on the overview")
     assert "Load std-dev (latest)" in text and "Needs a look" in text
     assert re.search(r"Open alerts\s*\n\s*[1-9]", text), text
     page.locator(".vega-embed").first.wait_for()
@@ -377,7 +381,7 @@ def test_ctrl_c_stops_everything(demo: Demo) -> None:
     demo.note_processes()
     children = {pid for pid in demo.info["children"].values()}
     assert all(_alive(p) for p in demo.pids if p[0] in children)
-    assert len(demo.pids) >= 9, demo.pids  # 5 children, Streamlit, ZooKeeper, the broker, gmond, gmetad
+    assert len(demo.pids) >= 10, demo.pids  # 5 children, Streamlit, ZooKeeper, the broker, gmond, gmetad, Alertmanager
     started = time.monotonic()
     demo.proc.send_signal(signal.SIGINT)
     code = demo.proc.wait(STOP_TIMEOUT)
