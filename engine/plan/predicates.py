@@ -32,8 +32,8 @@ class KleeneCell:
     ``b[]`` and ``b[..i-1]`` cost O(1) and cloning a run never copies the list.
     """
 
-    # ``ids`` (left unset until the runtime's record builder asks): ``[sorted ids, last sort key, lo, hi]`` shared
-    # along a chain while each new cell extends the sorted order at the end (engine.runtime.matcher).
+    # ``ids`` (left unset until the runtime's record builder asks): ``[sorted ids, their sort keys, lo, hi]`` shared
+    # along a chain, each new cell inserting its id where it sorts (engine.runtime.matcher._kleene_ids).
     __slots__ = ("event", "prev", "length", "first", "aggs", "ids")
 
     def __init__(self, event: Event, prev: KleeneCell | None, aggs: tuple) -> None:

@@ -592,8 +592,10 @@ def _kleene_ids(cell: KleeneCell) -> tuple[list[str], float, float]:
 
     A trailing Kleene component under skip_till_next_match outputs a record at every element it takes, each listing
     every element so far: rebuilding and sorting that list per record made a job's records quadratic in Python work.
-    The sorted list is cached on the cell and shared along the chain while each new element sorts last (events come
-    in time order, so it nearly always does); a record copies it with one slice."""
+    The sorted list (with the sort keys beside it) is cached on the cell and shared along the chain: a new cell inserts
+    its id where it sorts (nearly always last: events come in time order; a same-tick event with a smaller id goes a
+    place or two earlier) and a record copies the list with one slice.  A cell's cache is valid while the shared list
+    has exactly its length, which holds when it is the newest cell of its chain (lists only grow)."""
     cache = getattr(cell, "ids", None)
     if cache is not None and len(cache[0]) == cell.length:
         return cache[0][:], cache[2], cache[3]
@@ -603,24 +605,28 @@ def _kleene_ids(cell: KleeneCell) -> tuple[list[str], float, float]:
         if pc is not None and len(pc[0]) == prev.length:
             e = cell.event
             key = (e.tlo, e.thi, e.id)
-            if key > pc[1]:
+            keys = pc[1]
+            if key > keys[-1]:
                 pc[0].append(e.id)
-                pc[1] = key
-                if e.lo < pc[2]:
-                    pc[2] = e.lo
-                if e.hi > pc[3]:
-                    pc[3] = e.hi
-                cell.ids = pc
-                return pc[0][:], pc[2], pc[3]
+                keys.append(key)
+            else:
+                at = bisect_right(keys, key)
+                pc[0].insert(at, e.id)
+                keys.insert(at, key)
+            if e.lo < pc[2]:
+                pc[2] = e.lo
+            if e.hi > pc[3]:
+                pc[3] = e.hi
+            cell.ids = pc
+            return pc[0][:], pc[2], pc[3]
     evs = cell.events()
-    if len(evs) > 1:
-        evs.sort(key=lambda e: (e.tlo, e.thi, e.id))
-    ids = [e.id for e in evs]
+    keyed = sorted(((e.tlo, e.thi, e.id), e) for e in evs) if len(evs) > 1 else [((evs[0].tlo, evs[0].thi, evs[0].id),
+                                                                                  evs[0])]
+    ids = [e.id for _, e in keyed]
     lo = min(e.lo for e in evs)
     hi = max(e.hi for e in evs)
-    last = evs[-1]
     if cache is None:
-        cell.ids = [ids, (last.tlo, last.thi, last.id), lo, hi]
+        cell.ids = [ids, [k for k, _ in keyed], lo, hi]
     return ids[:], lo, hi
 
 
