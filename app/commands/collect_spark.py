@@ -95,6 +95,15 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"collect spark: no such directory: {root}")
     if not os.access(root, os.R_OK | (os.X_OK if os.path.isdir(root) else 0)):
         raise CommandError(f"collect spark: cannot read {root}")
+    try:
+        from collectors.spark import layout
+
+        if os.path.isfile(root) and layout.single_log(root) is None:
+            raise CommandError(f"collect spark: not a Spark event log (by its name or first bytes): {root}")
+        if os.path.isdir(root):
+            os.listdir(root)
+    except OSError as err:
+        raise CommandError(f"collect spark: cannot read {root}: {err.strerror}") from None
     follower = None
     if args.follow:
         from collectors.spark.collect import Follower

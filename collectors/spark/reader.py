@@ -92,8 +92,9 @@ class FileReader:
 class LogTail:
     """One event log followed to its end: :meth:`events` yields the events of what was written since the last look.
 
-    ``committed`` maps a file's name to the lines consumed before a restart: they are fed to the parser again as
-    replays (its state rebuilds, their events are not emitted twice).  ``consumed`` is the same for this run.
+    ``committed`` maps a file (by :meth:`layout.EventLog.source`, stable across the rename) to the lines consumed
+    before a restart: they are fed to the parser again as replays (its state rebuilds, their events are not emitted
+    twice).  ``consumed`` is the same for this run.
     """
 
     def __init__(self, log: layout.EventLog, parser: ListenerParser, committed: dict[str, int] | None = None) -> None:
@@ -170,7 +171,7 @@ class LogTail:
         return self.log.complete or any(f.index > file.index for f in self.log.files)
 
     def _drain(self, reader: FileReader, on_bytes: Callable[[int], None] | None) -> Iterator[Event]:
-        name = reader.file.name
+        name = self.log.source(reader.file)  # stable across the rename
         replay_until = self.committed.get(name, 0)
         try:
             for lineno, text in reader.lines(on_bytes):
@@ -185,11 +186,11 @@ class LogTail:
     def _end_file(self, reader: FileReader) -> Iterator[Event]:
         if not reader.broken:
             line, problem = reader.tail()
-            if line is not None:
-                replay = reader.lineno <= self.committed.get(reader.file.name, 0)
-                yield from self.parser.feed(line, reader.lineno, replay=replay)
-                self.consumed[reader.file.name] = reader.lineno
-            if problem is not None:
-                self.parser.dead(f"{reader.path}@{reader.offset}", f"truncated event log: {problem}")
+            if problem is not None:  # the file ends inside a compressed block: the text after it is a fragment
+                self.parser.dead(f"{reader.path}@{reader.offset}", f"truncated event log: {problem}", line or "")
+            elif line is not None:
+                name = self.log.source(reader.file)
+                yield from self.parser.feed(line, reader.lineno, replay=reader.lineno <= self.committed.get(name, 0))
+                self.consumed[name] = reader.lineno
         reader.close()
         self._finished_index = reader.file.index
