@@ -17,12 +17,16 @@ SLOW_SECONDS = 2.5
 
 def skewed_groupby(spark: Any, group: str, rows: int = 200_000) -> None:
     """A groupBy whose key 0 holds 95 % of the rows.  The RDD API has no map-side combine, so the skew reaches the
-    shuffle: one reduce task reads almost everything and runs far longer than the others."""
+    shuffle: one reduce task reads almost everything and, with a little work per value, runs far longer."""
     sc = spark.sparkContext
     sc.setJobGroup(group, "planted: skewed key in a groupBy")
+
+    def work(values: Any) -> int:
+        return sum(1 for _ in values for _ in range(40))
+
     try:
         rdd = sc.parallelize(range(rows), 4).map(lambda i: (0 if i % 20 else i % 97, i))
-        rdd.groupByKey(8).mapValues(lambda vs: sum(1 for _ in vs)).collect()
+        rdd.groupByKey(8).mapValues(work).collect()
     finally:
         sc.setJobGroup("", "")
 
