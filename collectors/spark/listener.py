@@ -128,6 +128,10 @@ class StageStats:
         for key in _SUMMED:
             value = self.sums[key]
             out[key] = round(value, 3) if isinstance(value, float) else value
+        # The most data the stage moved one way: Dr. Elephant's yardstick for how much spill is too much.
+        out["data_bytes"] = max(
+            out[k] for k in ("input_bytes", "output_bytes", "shuffle_read_bytes", "shuffle_write_bytes")
+        )
         run_time = self.sums["run_time"]
         out["gc_ratio"] = round(self.sums["gc_time"] / run_time, 4) if run_time > 0 else 0.0
         return out
@@ -143,6 +147,7 @@ _SUMMED = (
     "memory_spill",
     "disk_spill",
     "input_bytes",
+    "output_bytes",
 )
 
 
