@@ -101,6 +101,7 @@ MODULE_COMMANDS: list[tuple[str, str | None, str, list[tuple[str, str, str]]]] =
     ("collect", None, "read a cluster's sources and print normalised events as JSON lines", [
         ("hadoop", "collect_hadoop", "Hadoop job history (.jhist), MRAppMaster and reduce task logs -> events"),
         ("ganglia", "collect_ganglia", "gmond/gmetad XML or gmetad RRD files -> Metric, LoadStd, Balance/Imbalance"),
+        ("spark", "collect_spark", "Spark event logs (single, rolling, .inprogress; lz4/lzf/snappy/zstd) -> events"),
     ]),
     ("simulate", "simulate", "simulate a Hadoop cluster that writes genuine logs and Ganglia metrics", []),
     ("run", "run", "the streaming service: Kafka in, matches and alerts out", []),

@@ -34,9 +34,13 @@ def topic_for(source: str, prefix: str = TOPIC_PREFIX) -> str:
     return f"{prefix}{source}"
 
 
-def event_key(event: dict[str, Any]) -> bytes | None:
-    """The partitioning key: job, else host, else none (round-robin)."""
-    for attr in ("job_id", "host"):
+#: The attributes tried, in order, for the partitioning key (Spark's collector passes ``("app_id",)``).
+DEFAULT_KEYS = ("job_id", "host")
+
+
+def event_key(event: dict[str, Any], keys: tuple[str, ...] = DEFAULT_KEYS) -> bytes | None:
+    """The partitioning key: job, else host, else none (round-robin); or the first of ``keys`` the event has."""
+    for attr in keys:
         value = event.get(attr)
         if value is not None:
             return str(value).encode()
@@ -57,10 +61,12 @@ class Publisher:
     """
 
     def __init__(self, bootstrap: str, source: str, *, topic: str | None = None, pack: int = 1, linger_ms: int = 20,
-                 partitions: int = DEFAULT_PARTITIONS, timeout: float = 15.0, ensure: bool = True) -> None:
+                 partitions: int = DEFAULT_PARTITIONS, timeout: float = 15.0, ensure: bool = True,
+                 keys: tuple[str, ...] = DEFAULT_KEYS) -> None:
         from app import kafka_io
 
         self.bootstrap = bootstrap
+        self.keys = keys
         self.topic = topic or topic_for(source)
         self.pack = max(1, int(pack))
         self.sent = 0  # events handed to send()
@@ -79,7 +85,7 @@ class Publisher:
     def send(self, event: dict[str, Any], text: str | None = None) -> None:
         """Queue one event (``text``: its JSON if the caller has it already)."""
         line = text if text is not None else _dumps(event)
-        key = event_key(event)
+        key = event_key(event, self.keys)
         self.sent += 1
         if self.pack <= 1:
             self._send(line.encode(), key, None)

@@ -17,6 +17,7 @@ PYTHON="${PYTHON:-python3}"
 # `apt-get update` runs only when something is missing.
 APT_PACKAGES=(
     python3-venv        # python3 -m venv (and ensurepip) on Debian
+    python3-dev gcc     # python-lzf (Spark's lzf event-log codec) has no wheel: pip builds it from source
 )
 # ---------------------------------------------------------------------------------------------------------------------
 

@@ -1,6 +1,10 @@
 """Fixtures shared across test packages: a real Kafka broker, started once per test session by deploy/kafka/start.sh
 on free loopback ports in a temporary run dir and stopped at the end (the pipeline and Spark tests use it).  Never
-mocked.  Under CI=true a broker that cannot start fails the tests (it must not turn into a skip)."""
+mocked.  Under CI=true a broker that cannot start fails the tests (it must not turn into a skip).
+
+And the test run's ONE SparkSession (``spark``; a JVM start costs about 12 s here), shared by ``tests/spark`` and the
+Spark collector's live tests: it writes its event log (Spark's default zstd, as one growing ``.inprogress`` file) to
+``spark_event_dir``, so those tests can read what Spark logged about their jobs."""
 
 from __future__ import annotations
 
@@ -45,6 +49,31 @@ class Broker:
     def status(self) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", str(DEPLOY / "status.sh"), *self._args()], capture_output=True, text=True,
                               timeout=30)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "spark: uses the shared SparkSession (one JVM for the whole test run)")
+
+
+@pytest.fixture(scope="session")
+def spark_event_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the shared SparkSession writes its event log (``spark.eventLog.dir``)."""
+    return tmp_path_factory.mktemp("spark-events")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_event_dir: Path):
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from app.spark.session import build_session
+
+    # Event logging costs a few KB per task; single-file so the live log is one .inprogress file to follow.
+    event_log = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(spark_event_dir),
+                 "spark.eventLog.rolling.enabled": "false"}
+    session = build_session("local[2]", app_name="hcep-tests", shuffle_partitions=2, ui=False, conf=event_log)
+    yield session
+    session.stop()
 
 
 @pytest.fixture(scope="session")

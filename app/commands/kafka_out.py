@@ -16,10 +16,11 @@ EXIT_KAFKA = 1
 DEFAULT_PACK = 50  # events per Kafka message: ~20x the service's throughput of one event per message
 
 
-def configure(parser: argparse.ArgumentParser, source: str) -> None:
+def configure(parser: argparse.ArgumentParser, source: str, *, flags: tuple[str, ...] = ("--kafka",)) -> None:
+    """The Kafka options; ``flags`` names the broker option (``collect spark``: ``--bootstrap`` and ``--kafka``)."""
     group = parser.add_argument_group("publishing to Kafka")
-    group.add_argument("--kafka", metavar="BOOTSTRAP", help="publish the events to this Kafka broker (HOST:PORT[,...]) "
-                       "instead of writing them to stdout (--out still writes a copy)")
+    group.add_argument(*flags, dest="kafka", metavar="BOOTSTRAP", help="publish the events to this Kafka broker "
+                       "(HOST:PORT[,...]) instead of writing them to stdout (--out still writes a copy)")
     group.add_argument("--topic", metavar="NAME", help=f"with --kafka: topic (default hcep.events.{source})")
     group.add_argument("--pack", type=positive_int, default=DEFAULT_PACK, metavar="N",
                        help=f"with --kafka: up to N events of one partition per message, as JSON lines "
@@ -45,14 +46,16 @@ def out_path(args: argparse.Namespace) -> str | None:
     return None if args.kafka else "-"
 
 
-def open_publisher(args: argparse.Namespace, source: str) -> Any:
-    """The publisher the options describe, or None without --kafka.  Raises PublishError (broker unreachable)."""
+def open_publisher(args: argparse.Namespace, source: str, keys: tuple[str, ...] | None = None) -> Any:
+    """The publisher the options describe, or None without --kafka.  Raises PublishError (broker unreachable).
+
+    ``keys``: the event attributes tried for the message key (default: job, else host)."""
     if not args.kafka:
         return None
-    from app.publish import Publisher
+    from app.publish import DEFAULT_KEYS, Publisher
 
     return Publisher(args.kafka, source, topic=args.topic, pack=args.pack, linger_ms=int(args.linger),
-                     timeout=args.kafka_timeout)
+                     timeout=args.kafka_timeout, keys=keys or DEFAULT_KEYS)
 
 
 def report(command: str, err: Exception) -> int:

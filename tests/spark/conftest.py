@@ -1,6 +1,6 @@
 """Spark tests share ONE SparkSession per test run (a JVM start costs about 12 s here): the session-scoped ``spark``
-fixture below.  Tests that use it are marked ``spark`` (``-m "not spark"`` skips them); without PySpark, pandas or
-pyarrow they are skipped."""
+fixture of ``tests/conftest.py``.  Tests that use it are marked ``spark`` (``-m "not spark"`` skips them); without
+PySpark, pandas or pyarrow they are skipped."""
 
 from __future__ import annotations
 
@@ -14,22 +14,6 @@ SAMPLE = ROOT / "queries" / "samples" / "hadoop_sample.jsonl"
 HANDCHECK = ROOT / "tests" / "data" / "hadoop_handcheck.jsonl"
 PACK = ROOT / "queries" / "hadoop.yaml"
 EDGE_PACK = Path(__file__).parent / "data" / "edge_pack.yaml"
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "spark: uses the shared SparkSession (one JVM for the whole test run)")
-
-
-@pytest.fixture(scope="session")
-def spark():
-    pytest.importorskip("pyspark")
-    pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
-    from app.spark.session import build_session
-
-    session = build_session("local[2]", app_name="hcep-tests", shuffle_partitions=2, ui=False)
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,251 @@
+"""``hcep collect spark LOGDIR``: Spark event logs -> hcep events as JSON lines (the Spark vocabulary).
+
+LOGDIR is ``spark.eventLog.dir`` (single-file and rolling logs, any codec Spark writes), one rolling log's directory
+or one log file.  Without ``--follow`` every log is read once to its current end and the events are written sorted
+by time.  With ``--follow`` every log (and each new one) is tailed until its application stops: only complete lines
+are read, the rename of ``.inprogress`` is followed, and what was consumed is committed to ``--state`` after each
+flushed batch, so a restart neither loses nor repeats events.  A summary line goes to stderr.
+
+With ``--bootstrap HOST:PORT`` (or ``--kafka``) the events go to the topic ``hcep.events.spark`` (``--topic``), keyed
+by ``app_id`` so that an application's events stay in one partition, in the log's order; each batch is acknowledged
+by the broker before its positions are committed (at-least-once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from typing import IO, Any
+
+from app.commands import CommandError, kafka_out
+from app.commands.argtypes import non_negative, positive_seconds
+
+SOURCE = "spark"
+#: Kafka message key: an application's events stay in one partition (and so in the log's order).
+KEYS = ("app_id",)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "logdir",
+        metavar="LOGDIR",
+        help="Spark's event-log directory (spark.eventLog.dir), one "
+        "rolling log's eventlog_v2_* directory, or one event-log file",
+    )
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep following the logs as Spark writes them (new logs too) until stopped with Ctrl-C or SIGTERM",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="FILE",
+        help="where to write the events as JSON lines ('-': stdout, the "
+        "default without --bootstrap; with --follow the file is appended to)",
+    )
+    parser.add_argument(
+        "--state",
+        metavar="FILE",
+        help="with --follow: what has been consumed, committed after each "
+        "flushed batch, so a restart resumes without loss or repetition",
+    )
+    parser.add_argument(
+        "--deadletter",
+        metavar="FILE",
+        help="append malformed lines here (JSON lines: source, location file:line, reason, raw)",
+    )
+    parser.add_argument(
+        "--delta",
+        type=non_negative,
+        default=0.0,
+        metavar="S",
+        help="uncertainty half-width of every "
+        "event in seconds (default 0: Spark's times are exact to the millisecond, on one clock)",
+    )
+    parser.add_argument(
+        "--poll",
+        type=positive_seconds,
+        default=1.0,
+        metavar="S",
+        help="with --follow: seconds between looks at the logs (default 1)",
+    )
+    progress = parser.add_mutually_exclusive_group()
+    progress.add_argument(
+        "--progress", dest="progress", action="store_true", default=None, help="always show a progress bar (batch)"
+    )
+    progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    parser.add_argument("--max-polls", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop following
+    kafka_out.configure(parser, SOURCE, flags=("--bootstrap", "--kafka"))
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.publish import PublishError
+    from collectors.hadoop.deadletter import DeadLetterSink
+
+    if args.kafka is None and args.topic is not None:
+        raise CommandError("collect spark: --topic needs --bootstrap")
+    if args.state and not args.follow:
+        raise CommandError("collect spark: --state needs --follow")
+    root = args.logdir
+    if not os.path.exists(root):
+        raise CommandError(f"collect spark: no such directory: {root}")
+    if not os.access(root, os.R_OK | (os.X_OK if os.path.isdir(root) else 0)):
+        raise CommandError(f"collect spark: cannot read {root}")
+    try:
+        from collectors.spark import layout
+
+        if os.path.isfile(root) and layout.single_log(root) is None:
+            raise CommandError(f"collect spark: not a Spark event log (by its name or first bytes): {root}")
+        if os.path.isdir(root):
+            os.listdir(root)
+    except OSError as err:
+        raise CommandError(f"collect spark: cannot read {root}: {err.strerror}") from None
+    follower = None
+    if args.follow:
+        from collectors.spark.collect import Follower
+
+        try:
+            follower = Follower(root, delta=args.delta, state_path=args.state)
+        except ValueError as err:
+            raise CommandError(f"collect spark: {err}") from None
+    path = kafka_out.out_path(args)
+    out, close = _open_out(path, append=args.follow)
+    deadletter = None
+    publisher = None
+    try:
+        deadletter = _open_deadletter(args.deadletter, DeadLetterSink)
+        publisher = kafka_out.open_publisher(args, SOURCE, KEYS)
+        if follower is not None:
+            follower.deadletter = deadletter
+            return _follow(args, follower, out, publisher)
+        return _batch(args, deadletter, out, publisher)
+    except PublishError as err:
+        return kafka_out.report("collect spark", err)
+    finally:
+        if deadletter is not None:
+            deadletter.close()
+        if publisher is not None:
+            publisher.close()
+        if out is not None:
+            out.close() if close else out.flush()
+
+
+def _open_out(path: str | None, append: bool) -> tuple[IO[str] | None, bool]:
+    if path is None:
+        return None, False
+    if path == "-":
+        return sys.stdout, False
+    try:
+        return open(path, "a" if append else "w", encoding="utf-8"), True  # noqa: SIM115 - closed by run()
+    except OSError as err:
+        raise CommandError(f"collect spark: cannot write {path}: {err.strerror}") from None
+
+
+def _open_deadletter(path: str | None, sink: Any) -> Any:
+    try:
+        return sink(path) if path else sink()
+    except OSError as err:
+        raise CommandError(f"collect spark: cannot write {path}: {err.strerror}") from None
+
+
+# ------------------------------------------------------------------------------------------------------------- batch
+def _batch(args: argparse.Namespace, deadletter: Any, out: IO[str] | None, publisher: Any) -> int:
+    from collectors.hadoop.collect import sorted_events
+    from collectors.spark import layout
+    from collectors.spark.collect import Summary, collect, log_size
+
+    summary = Summary()
+    total = sum(log_size(log) for log in layout.discover(args.logdir))
+    show = args.progress if args.progress is not None else (total > 16 * 1024 * 1024 and sys.stderr.isatty())
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc="collect spark", file=sys.stderr, leave=False)
+    try:
+        events = collect(
+            args.logdir,
+            delta=args.delta,
+            deadletter=deadletter,
+            summary=summary,
+            on_bytes=bar.update if bar is not None else None,
+        )
+        for text in sorted_events(events):
+            if out is not None:
+                out.write(text)
+                out.write("\n")
+            if publisher is not None:
+                publisher.send(json.loads(text), text)
+        if publisher is not None:
+            publisher.flush()  # every message acknowledged before the summary claims them
+    finally:
+        if bar is not None:
+            bar.close()
+    print(summary.line(args.deadletter), file=sys.stderr)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------------ follow
+class _Stop:
+    flag = False
+
+
+def _follow(args: argparse.Namespace, follower: Any, out: IO[str] | None, publisher: Any) -> int:
+    from app.publish import PublishError
+
+    def stop(_signum: int, _frame: Any) -> None:
+        _Stop.flag = True
+
+    _Stop.flag = False
+    previous = signal.signal(signal.SIGTERM, stop)
+    polls = 0
+    next_scan = 0.0
+
+    def flush() -> None:
+        if out is not None:
+            out.flush()
+        if publisher is not None:
+            publisher.flush()  # raises PublishError: then the positions are not committed
+
+    failed = False
+    try:
+        while not _Stop.flag:
+            now = time.monotonic()
+            if now >= next_scan:
+                follower.scan()
+                next_scan = now + max(2.0, args.poll)
+            for event in follower.poll():
+                text = json.dumps(event)
+                if out is not None:
+                    out.write(text)
+                    out.write("\n")
+                if publisher is not None:
+                    publisher.send(event, text)
+            flush()
+            follower.deadletter.flush()
+            follower.commit()  # only after the batch's events are out (at-least-once)
+            polls += 1
+            if args.max_polls is not None and polls >= args.max_polls:
+                break
+            time.sleep(args.poll)
+    except KeyboardInterrupt:
+        pass
+    except PublishError:
+        failed = True
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        try:
+            if not failed:
+                flush()
+                follower.commit()
+        finally:
+            follower.close()
+            summary = follower.summary
+            summary.unfinished = follower.unfinished()
+            print(summary.line(args.deadletter), file=sys.stderr)
+    return 0

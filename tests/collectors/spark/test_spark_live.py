@@ -1,0 +1,213 @@
+"""Live: real PySpark jobs with planted problems, their event log read back, checked against Spark's own accounting.
+
+The planted jobs run in the test run's one SparkSession (``spark``, tests/conftest.py), which writes its event log to
+``spark_event_dir`` as one growing ``.inprogress`` file (zstd, Spark's default codec).  Executor loss needs executors
+that are not the driver, so it runs as one separate ``local-cluster`` application (``lost_executor_app.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from collectors.spark import events as ev
+from tests.collectors.spark import planted
+from tests.collectors.spark.conftest import check_against_spark, run_collect
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _logging(spark: Any) -> None:
+    conf = spark.sparkContext.getConf()
+    if conf.get("spark.eventLog.enabled", "false") != "true":
+        pytest.fail("the shared SparkSession was built without event logging (see tests/conftest.py::spark)")
+
+
+def _job_events(events: list[dict[str, Any]], counted: dict[str, Any], etype: str) -> list[dict[str, Any]]:
+    jobs = set(counted["jobs"])
+    return [e for e in events if e["type"] == etype and e.get("spark_job_id") in jobs]
+
+
+def test_planted_problems_are_read_in_full(spark: Any, spark_event_dir: Path) -> None:
+    _logging(spark)
+    planted.skewed_groupby(spark, "live-skew")
+    planted.slow_task(spark, "live-slow")
+    planted.spilling_window(spark, "live-spill")
+    planted.drain(spark)
+    app = spark.sparkContext.applicationId
+    events, summary, dead = run_collect(spark_event_dir)
+    assert dead.count == 0 and summary.stats.unknown == 0
+    counted = {group: planted.accounting(spark, group) for group in ("live-skew", "live-slow", "live-spill")}
+    for group, accounting in counted.items():
+        assert accounting["jobs"], group
+        check_against_spark(events, app, accounting)
+
+    # Skew: one reduce task read the hot key -- its shuffle read and its duration stand far above the median.
+    skew = counted["live-skew"]
+    (reduce,) = [e for e in _job_events(events, skew, ev.STAGE_COMPLETED) if e["shuffle_read_bytes"] > 0]
+    assert reduce["shuffle_read_max"] > 20 * reduce["shuffle_read_median"]
+    assert reduce["task_duration_max"] > 2 * reduce["task_duration_median"]
+    tasks = [e for e in events if e["type"] == ev.TASK and e["stage_key"] == reduce["stage_key"]]
+    hot = max(tasks, key=lambda t: t["shuffle_read_bytes"])
+    assert hot["duration"] == reduce["task_duration_max"]  # the task with the hot key is the slowest
+    assert hot["shuffle_read_bytes"] > 0.8 * reduce["shuffle_read_bytes"]  # (PySpark shuffles pickled batches, so
+    # shuffle_records_read counts batches, not rows: bytes are the measure here)
+
+    # A straggler without data skew: the sleeping partition's task, and only it, is slow.
+    slow = counted["live-slow"]
+    (stage,) = _job_events(events, slow, ev.STAGE_COMPLETED)
+    tasks = [e for e in events if e["type"] == ev.TASK and e["stage_key"] == stage["stage_key"]]
+    (straggler,) = [t for t in tasks if t["duration"] >= planted.SLOW_SECONDS]
+    assert straggler["partition"] == planted.SLOW_PARTITION and straggler["run_time"] >= planted.SLOW_SECONDS - 0.1
+    assert stage["task_duration_max"] == straggler["duration"] > 5 * stage["task_duration_median"]
+
+    # Spill: the window buffer spilled, to memory and disk, and the stage totals add up.
+    spill = counted["live-spill"]
+    spill_tasks = _job_events(events, spill, ev.TASK)
+    assert sum(t["memory_spill"] for t in spill_tasks) > 0 and sum(t["disk_spill"] for t in spill_tasks) > 0
+    for stage in _job_events(events, spill, ev.STAGE_COMPLETED):
+        mine = [t for t in spill_tasks if t["stage_key"] == stage["stage_key"]]
+        assert stage["memory_spill"] == sum(t["memory_spill"] for t in mine)
+        assert stage["disk_spill"] == sum(t["disk_spill"] for t in mine)
+
+
+def _collector(logdir: Path, out: Path, *extra: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    cmd = [
+        sys.executable,
+        "-m",
+        "app.cli",
+        "collect",
+        "spark",
+        str(logdir),
+        "--follow",
+        "--out",
+        str(out),
+        "--poll",
+        "0.2",
+        *extra,
+    ]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    return err
+
+
+def _read(out: Path) -> list[dict[str, Any]]:
+    if not out.exists():
+        return []
+    return [json.loads(line) for line in out.read_text().splitlines() if line.endswith("}")]
+
+
+def _wait(what: Callable[[], bool], timeout: float, message: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not what():
+        if time.monotonic() > deadline:
+            pytest.fail(message)
+        time.sleep(0.2)
+
+
+def test_follow_reads_the_growing_log_while_a_job_runs(spark: Any, spark_event_dir: Path, tmp_path: Path) -> None:
+    _logging(spark)
+    app = spark.sparkContext.applicationId
+    out = tmp_path / "followed.jsonl"
+    proc = _collector(spark_event_dir, out)
+    try:
+        job = threading.Thread(target=planted.two_stage_slow, args=(spark, "live-follow"), daemon=True)
+        job.start()
+        tracker = spark.sparkContext.statusTracker()
+        _wait(lambda: bool(tracker.getJobIdsForGroup("live-follow")), 30, "the job did not start")
+        (job_id,) = tracker.getJobIdsForGroup("live-follow")
+
+        def first_stage_seen() -> bool:
+            return any(e["type"] == ev.STAGE_COMPLETED and e.get("spark_job_id") == job_id for e in _read(out))
+
+        _wait(first_stage_seen, 60, "the collector did not see the first stage finish")
+        assert job.is_alive()  # read from the .inprogress log while the job still runs
+        assert not [e for e in _read(out) if e["type"] == ev.JOB_END and e["spark_job_id"] == job_id]
+        job.join(timeout=120)
+        planted.drain(spark)
+        _wait(
+            lambda: any(e["type"] == ev.JOB_END and e.get("spark_job_id") == job_id for e in _read(out)),
+            30,
+            "the collector did not see the job end",
+        )
+    finally:
+        err = _stop(proc)
+    assert "0 dead-lettered" in err and "1 logs (1 unfinished)" in err
+    followed = _read(out)
+    ids = [e["id"] for e in followed]
+    assert len(ids) == len(set(ids))  # nothing read twice
+    batch, _, _ = run_collect(spark_event_dir)
+    assert [e for e in followed if e["app_id"] == app] == [e for e in batch if e["id"] in set(ids)]
+    check_against_spark(followed, app, planted.accounting(spark, "live-follow"))
+
+
+@pytest.mark.slow
+def test_executor_lost_in_a_local_cluster(tmp_path: Path) -> None:
+    """A separate application on ``local-cluster[2,1,1024]`` loses an executor during a stage; the collector follows
+    its log from start to finish, through the rename of ``.inprogress``."""
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    out, state, counted_path = tmp_path / "events.jsonl", tmp_path / "state.json", tmp_path / "accounting.json"
+    proc = _collector(logdir, out, "--state", str(state))
+    try:
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        app_run = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("lost_executor_app.py")), str(logdir), str(counted_path)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
+        assert app_run.returncode == 0, app_run.stderr[-3000:]
+
+        def finished() -> bool:
+            logs = json.loads(state.read_text())["logs"] if state.exists() else {}
+            return bool(logs) and all(v.get("done") for v in logs.values())
+
+        _wait(finished, 30, "the collector did not see the application finish")
+    finally:
+        err = _stop(proc)
+    assert "0 dead-lettered" in err and "(0 unfinished)" in err
+    counted = json.loads(counted_path.read_text())
+    assert counted["killed"] and counted["jobs"]["0"]["status"] == "SUCCEEDED"
+    events = _read(out)
+    app = counted["app_id"]
+    check_against_spark(events, app, counted)
+    (name,) = os.listdir(logdir)
+    assert not name.endswith(".inprogress")
+    batch, _, _ = run_collect(logdir / name)
+    assert events == batch  # followed through the rename: the same events and ids as reading the finished log
+    removed = [e for e in events if e["type"] == ev.EXECUTOR_REMOVED]
+    lost = [e for e in events if e["type"] == ev.TASK and e["end_reason"] == "ExecutorLostFailure"]
+    assert lost and lost[0]["executor_id"] in {e["executor_id"] for e in removed}
+    (gone,) = [e for e in removed if e["executor_id"] == lost[0]["executor_id"]]
+    assert "137" in gone["reason"] and gone["host"]  # SIGKILL
+    assert lost[0]["failure_reason"].startswith(f"executor {gone['executor_id']} lost")
+    # The lost executor took its map output with it: a stage ran again (attempt 1).
+    retried = [e for e in events if e["type"] == ev.STAGE_SUBMITTED and e["stage_attempt"] >= 1]
+    assert retried
+    assert [e for e in events if e["type"] == ev.STAGE_COMPLETED and e["status"] == "FAILED"] or any(
+        s["attempt"] >= 1 for s in counted["stages"].values()
+    )
+    added = [e for e in events if e["type"] == ev.EXECUTOR_ADDED]
+    assert len(added) >= 3  # two at the start and the worker's replacement
+    assert [e["type"] for e in events].count(ev.APP_END) == 1
