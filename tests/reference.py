@@ -49,13 +49,13 @@ NFA strategies
 - The stream is read in ``(t, seq)`` order, ``seq`` being the arrival order (SPEC section 4): an event of the same
   tick as the run's last selected one, read after it, follows it.
 - A formula (begin, take, or proceed = begin of the next component) holds for event ``e`` when: ``e`` has the
-  component's type; the window holds (``e.t - t_first < W``); the equivalence test holds over the run's events plus ``e``; and every
-  positive predicate that is *evaluable* after binding ``e`` holds.  A predicate is evaluable when every variable it
-  names is bound and every Kleene variable it references through ``b[b.len]``, ``b[]`` or ``b.len`` is closed.  A
-  Kleene variable closes when the next positive component begins (the proceed move), or at each completion if it is
-  the trailing component.  Re-checking all evaluable predicates at every move is the same as checking each predicate
-  once "as soon as all the variables it names are bound" (``b[1]`` is known from the Kleene begin, ``b[i]``/``b[i-1]``/
-  ``b[..i-1]`` at each take), because earlier checks never change value.
+  component's type; the window holds (``e.t - t_first < W``); the equivalence test holds over the run's events plus
+  ``e``; and every positive predicate that is *evaluable* after binding ``e`` holds.  A predicate is evaluable when
+  every variable it names is bound and every Kleene variable it references through ``b[b.len]``, ``b[]`` or ``b.len`` is
+  closed.  A Kleene variable closes when the next positive component begins (the proceed move), or at each completion if
+  it is the trailing component.  Re-checking all evaluable predicates at every move is the same as checking each
+  predicate once "as soon as all the variables it names are bound" (``b[1]`` is known from the Kleene begin,
+  ``b[i]``/``b[i-1]``/ ``b[..i-1]`` at each take), because earlier checks never change value.
 - Singleton or ``p[1]`` state: the run begins if the formula holds.  Kleene ``p[i]`` state: the take formula and the
   next component's begin formula are both tried; both -> the run splits, one -> that move.  No move: STNM keeps the
   run unchanged (ignore); strict contiguity kills it; partition contiguity keeps it only if the event belongs to another
@@ -144,6 +144,10 @@ def _aggregate(func: str, values: list[Any]) -> Any:
         return None
     if not all(_is_num(v) for v in values):
         return None
+    if func == "median":
+        ordered = sorted(values)
+        mid = len(ordered) // 2
+        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
     total = sum(values)
     return total if func == "sum" else total / len(values)
 

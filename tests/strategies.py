@@ -17,7 +17,7 @@ from engine.language import ast
 TYPES = ("A", "B", "C", "D")
 NOISE_TYPE = "E"  #: a type no generated query names
 OPS = ("<", "<=", ">", ">=", "=", "!=")
-AGGS = ("avg", "min", "max", "sum", "count")
+AGGS = ("avg", "min", "max", "sum", "count", "median")
 ARITH = ("+", "-", "*", "/", "%")
 TICK = 1.0
 

@@ -476,7 +476,7 @@ SEMANTIC_ERRORS = [
     ("PATTERN SEQ(A a, B+ b[]) WHERE b[i-2].x > 1", ("i-2", 0), ["unsupported index"]),
     ("PATTERN SEQ(A a, B+ b[]) WHERE b[a.len].x > 1", ("a.len", 0), ["unsupported index", "b[b.len]"]),
     ("PATTERN SEQ(A a, B+ b[]) WHERE b[i].x > avg(b[..i-2].x)", ("..i-2", 0), ["unsupported aggregate range"]),
-    ("PATTERN SEQ(A a, B+ b[]) WHERE median(b[].x) > 1", ("median", 0), ["unknown aggregate 'median'"]),
+    ("PATTERN SEQ(A a, B+ b[]) WHERE mode(b[].x) > 1", ("mode", 0), ["unknown aggregate 'mode'"]),
 ]
 
 

@@ -23,7 +23,7 @@ Index = Literal["i", "prev", "first", "last"] | None
 #: Aggregate scope: ``"all"`` is ``b[]`` (every element), ``"before"`` is ``b[..i-1]`` (elements before the current).
 Scope = Literal["all", "before"]
 
-AggFunc = Literal["avg", "min", "max", "sum", "count"]
+AggFunc = Literal["avg", "min", "max", "sum", "count", "median"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,14 @@ class Aggregate(Node):
     var: str
     scope: Scope
     attr: str
+
+
+@dataclass(frozen=True)
+class Name(Node):
+    """A bare name: only in an alert rule's condition (:func:`engine.language.parser.parse_condition`), where it
+    stands for a RETURN value of the rule's query."""
+
+    name: str
 
 
 @dataclass(frozen=True)
@@ -128,7 +136,20 @@ class TrendAggregate(Node):
 
 
 Expr = (
-    Number | String | Bool | AttrRef | Aggregate | KleeneLen | BinOp | Neg | Compare | And | Or | Not | TrendAggregate
+    Number
+    | String
+    | Bool
+    | AttrRef
+    | Aggregate
+    | KleeneLen
+    | BinOp
+    | Neg
+    | Compare
+    | And
+    | Or
+    | Not
+    | TrendAggregate
+    | Name
 )
 
 # --------------------------------------------------------------------------- query

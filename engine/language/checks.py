@@ -164,7 +164,7 @@ class _Checker:
         if isinstance(expr, ast.AttrRef):
             return ANY
         if isinstance(expr, ast.Aggregate):
-            return NUM if expr.func in ("avg", "sum", "count") else ANY
+            return NUM if expr.func in ("avg", "sum", "count", "median") else ANY
         if isinstance(expr, ast.TrendAggregate):
             return NUM if expr.func in ("avg", "sum", "count") else ANY
         if isinstance(expr, (ast.BinOp, ast.Neg)):

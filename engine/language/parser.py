@@ -20,7 +20,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from engine.language import ast, checks
 
-__all__ = ["parse_query", "UNITS"]
+__all__ = ["parse_condition", "parse_query", "UNITS"]
 
 #: WITHIN units (lower-case) -> seconds.
 UNITS: dict[str, float] = {
@@ -31,7 +31,7 @@ UNITS: dict[str, float] = {
     **dict.fromkeys(("d", "day", "days"), 86400.0),
 }
 
-AGG_FUNCS = ("avg", "min", "max", "sum", "count")
+AGG_FUNCS = ("avg", "min", "max", "sum", "count", "median")
 
 #: Trend aggregates (GRETA) that take ``v.attr``; ``count`` takes ``*`` or a bare variable instead.
 TREND_ATTR_FUNCS = ("sum", "min", "max", "avg")
@@ -83,7 +83,8 @@ _TERMINAL_NAMES = {
 def _lark() -> lark.Lark:
     """Build the LALR parser once (about 50 ms); parsing a query afterwards takes about a millisecond."""
     grammar = (Path(__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
-    return lark.Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=True)
+    return lark.Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=True,
+                     start=["start", "condition"])
 
 
 def parse_query(text: str, name: str = "") -> ast.Query:
@@ -91,7 +92,7 @@ def parse_query(text: str, name: str = "") -> ast.Query:
     if not isinstance(text, str):
         raise ast.QueryError(f"query text must be a string, not {type(text).__name__}", query=name)
     try:
-        tree = _lark().parse(text)
+        tree = _lark().parse(text, start="start")
     except UnexpectedInput as exc:
         _syntax_error(exc, text, name)
     builder = _Builder(text, name)
@@ -99,6 +100,28 @@ def parse_query(text: str, name: str = "") -> ast.Query:
     checks.check_strategy_vars(query, strategy_vars)
     checks.check_query(query)
     return query
+
+
+def parse_condition(text: str, name: str = "") -> ast.Expr:
+    """Parse one expression over bare names (an alert rule's condition or graded value, SPEC section 6): the query
+    language's arithmetic, comparisons, ``AND``/``OR``/``NOT``, numbers, strings and booleans, where a bare ``name``
+    is a RETURN value of the rule's query (:class:`ast.Name`).  Pattern references (``a.x``, ``b[i].x``, aggregates)
+    are errors here.  Raises :class:`ast.QueryError` naming ``name``, the line and the column."""
+    if not isinstance(text, str | int | float) or isinstance(text, bool):
+        raise ast.QueryError(f"expected an expression, not {type(text).__name__}", query=name)
+    text = str(text)
+    try:
+        tree = _lark().parse(text, start="condition")
+    except UnexpectedInput as exc:
+        _syntax_error(exc, text, name)
+    builder = _Builder(text, name, names=True)
+    expr = builder.expr(tree.children[0])
+    if isinstance(expr, _Equiv):
+        builder.error("an equivalence test [attr] is not an expression", expr)
+    for node in ast.walk(expr):
+        if isinstance(node, ast.AttrRef | ast.Aggregate | ast.KleeneLen | ast.TrendAggregate):
+            builder.error("only RETURN names, numbers, strings and operators are allowed here", node)
+    return expr
 
 
 # --------------------------------------------------------------------------- syntax errors
@@ -211,9 +234,10 @@ def _default_name(source: str) -> str:
 class _Builder:
     """Turns one parse tree into a Query; keeps the text for RETURN names and the query name for errors."""
 
-    def __init__(self, text: str, name: str) -> None:
+    def __init__(self, text: str, name: str, names: bool = False) -> None:
         self.text = text
         self.name = name
+        self.names = names  # bare names allowed (alert rule conditions), not in queries
 
     def error(self, message: str, at: Any) -> NoReturn:
         if isinstance(at, (Tree, Token)):
@@ -387,6 +411,10 @@ class _Builder:
             return self.expr(ch[0])
         if kind == "equiv":
             return _Equiv(tuple(str(c) for c in ch), **pos)
+        if kind == "bare_name":
+            if not self.names:
+                self.error(f"'{ch[0]}' alone is not a value: write var.attr, var[i].attr or an aggregate", tree)
+            return ast.Name(str(ch[0]), **pos)
         if kind == "dotted":
             var, attr = ch
             if str(attr).lower() == "len":
@@ -398,7 +426,7 @@ class _Builder:
         if kind == "aggregate":
             func, var, scope, attr = ch
             if str(func).lower() not in AGG_FUNCS:
-                self.error(f"unknown aggregate '{func}' (expected avg, min, max, sum or count)", func)
+                self.error(f"unknown aggregate '{func}' (expected avg, min, max, sum, count or median)", func)
             return ast.Aggregate(str(func).lower(), str(var), self.scope(str(var), scope), str(attr), **pos)
         if kind == "trend_star":
             func, star = ch

@@ -15,6 +15,7 @@ value is truthy.
 from __future__ import annotations
 
 import operator
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -163,10 +164,32 @@ def _ref(node: ast.AttrRef, pl: Placement) -> Fn:
     return lambda b, c: b[j].event.attrs.get(attr)
 
 
+def _median(cell: KleeneCell | None, attr: str) -> Any:
+    """The median of the numeric values of ``attr`` over a Kleene binding (``None`` when there are none or one is not
+    a number).  Unlike the other aggregates it is not folded as elements are taken: it walks the binding, O(n log n)
+    per evaluation, so it belongs in RETURN (evaluated once per record) rather than in an iterator predicate."""
+    values = []
+    while cell is not None:
+        v = cell.event.get(attr)
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                return None
+            values.append(v)
+        cell = cell.prev
+    return statistics.median(values) if values else None
+
+
 def _aggregate(node: ast.Aggregate, pl: Placement) -> Fn:
     j = pl.index[node.var]
-    slot = pl.agg_slots[(node.var, node.attr)]
     func = node.func
+    if func == "median":
+        attr = node.attr
+
+        def median(b: Any, c: Any) -> Any:
+            return _median(b[j], attr)
+
+        return median
+    slot = pl.agg_slots[(node.var, node.attr)]
 
     def agg(b: Any, c: Any) -> Any:
         cell = b[j]
@@ -349,7 +372,7 @@ def aggregated_attrs(exprs: list[ast.Expr]) -> dict[str, tuple[str, ...]]:
     out: dict[str, list[str]] = {}
     for expr in exprs:
         for node in ast.walk(expr):
-            if isinstance(node, ast.Aggregate):
+            if isinstance(node, ast.Aggregate) and node.func != "median":  # median walks the binding (_median)
                 attrs = out.setdefault(node.var, [])
                 if node.attr not in attrs:
                     attrs.append(node.attr)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.events import Event
+from engine.language.ast import Aggregate, walk
 from engine.output import return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.predicates import KleeneCell, references
@@ -466,6 +467,10 @@ class Matcher:
                 for neg in cq.negations:
                     needs.add((neg.after, "last"))
                     needs.add((neg.after + 1, "first"))
+                for e in exprs:  # a median reads every element, not the running aggregates
+                    for node in walk(e):
+                        if isinstance(node, Aggregate) and node.func == "median" and node.var in index:
+                            needs.add((index[node.var], "chain"))
                 bound = k + 1 if kin else k
                 table[(k, kin)] = sorted((j, f) for j, f in needs if j < bound and f != "i")
         return table
