@@ -76,6 +76,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     match.add_argument(
         "--tick", type=positive_seconds, metavar="SECONDS", help="time granularity (overrides the pack's; default 0.1)"
     )
+    match.add_argument(
+        "--alerts",
+        action="store_true",
+        help="with --pack: print, instead of the records, exactly the alert objects `hcep run` would send for this "
+        "input (the pack's alert rules; one Alertmanager v2 JSON object a line)",
+    )
     match.set_defaults(func=_run_match)
 
     demo = sub.add_parser(

@@ -1,7 +1,9 @@
 """``hcep run``: consume events from Kafka, merge the sources under a watermark, run a pack, commit the outputs.
 
-One loop on one thread: poll -> parse -> :class:`app.watermark.Watermark` -> engine (:class:`PackRunner`) -> pending
-outputs -> checkpoint (:mod:`app.checkpoint`, one SQLite transaction) -> webhook outbox (:mod:`app.alerts`, its own
+One loop on one thread: poll -> parse -> :class:`app.watermark.Watermark` -> engine (:class:`PackRunner`) -> match
+records -> the pack's alert rules (:class:`app.alerts.rules.AlertEngine`, in stream time) -> pending outputs ->
+checkpoint (:mod:`app.checkpoint`, one SQLite transaction holding records, alert transitions and the rules' state) ->
+webhook outbox (:mod:`app.alerts.webhook`, its own thread), Alertmanager (:mod:`app.alerts.alertmanager`, its own
 thread) and the matches topic.  Partitions of the *shared* topics (Hadoop, keyed by job) are spread over the consumer
 group; the *broadcast* topics (Ganglia's cluster-wide events) are read in full by every process, outside the group.
 Any change of the group's assignment starts a new *epoch*: the engine is rebuilt from the checkpoint for the new set.
@@ -23,7 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.alerts import AlertSender, Webhook, alert_object
+from app.alerts.rules import AlertEngine
+from app.alerts.webhook import AlertSender, Webhook
 from app.checkpoint import offset_metadata, parse_offset_metadata, record_id
 from app.metrics import MetricsServer, Registry
 from app.pack_runner import PackRunner
@@ -67,6 +70,7 @@ class ServiceConfig:
     checkpoint_interval: float = 1.0
     alert_delay: float = 0.02  # alerts wait at most this long for the checkpoint that commits them
     webhooks: dict[str, Webhook] = field(default_factory=dict)
+    alertmanager: str | None = None  # base URL of an Alertmanager to deliver every alert to (v2 API)
     topic_partitions: int = 4  # partitions of topics this service creates when missing
     start_from: str = "earliest"  # where a partition without any checkpoint starts
     exit_when_idle: float | None = None  # stop after this many seconds with nothing to read (benchmarks, tools)
@@ -168,6 +172,8 @@ class Service:
         self.bcast: Any = None
         self.publisher: MatchPublisher | None = None
         self.sender: AlertSender | None = None
+        self.am_sender: Any = None
+        self.alert_engine = AlertEngine(pack)
         self.metrics_server: MetricsServer | None = None
         self.epoch_active = False
         self.runner: PackRunner | None = None
@@ -180,6 +186,7 @@ class Service:
         self._rejoined_at = -math.inf
         self._shed_base: dict[str, tuple[int, int]] = {}  # shed counts of earlier epochs' runners
         self._stats_at = -math.inf
+        self._ends: dict[Tp, tuple[int | None, float]] = {}  # end offsets asked of the broker: (offset, when)
         self._reset_epoch_state()
 
     def _reset_epoch_state(self) -> None:
@@ -202,6 +209,8 @@ class Service:
         self.fed_key: tuple | None = None  # release key of the last event fed: the checkpoint's K
         self.pending_matches: list[tuple] = []
         self.pending_alerts: list[tuple] = []
+        self.pending_am: list[Any] = []  # alert transitions for Alertmanager, submitted once committed
+        self.stream_now = NEG_INF  # the alert rules' clock: the largest event time fed
         self.pending_dead: list[tuple] = []
         self.pending_events: list[tuple] = []
         self.dead_lines: list[str] = []
@@ -224,6 +233,13 @@ class Service:
         self.sender = AlertSender(self.store.path, cfg.instance, cfg.webhooks, max_delay=cfg.alert_max_backoff,
                                   orphan_after=cfg.alert_orphan_after, on_result=self._delivery)
         self.sender.start()
+        if cfg.alertmanager:
+            from app.alerts.alertmanager import AlertmanagerSender
+
+            self.am_sender = AlertmanagerSender(cfg.alertmanager, max_delay=cfg.alert_max_backoff,
+                                                on_result=self._am_delivery)
+            self.am_sender.start()
+            log.info("alerts to Alertmanager at %s", cfg.alertmanager)
         if cfg.matches_topic:
             self.publisher = MatchPublisher(self.store.path, cfg.instance, cfg.bootstrap, cfg.matches_topic)
             self.publisher.start()
@@ -246,6 +262,9 @@ class Service:
 
     def _delivery(self, status: str, n: int) -> None:
         self.metrics.inc("hcep_alert_deliveries_total", n, {"result": status})
+
+    def _am_delivery(self, status: str, n: int) -> None:
+        self.metrics.inc("hcep_alertmanager_deliveries_total", n, {"result": status})
 
     # ------------------------------------------------------------------ epochs (rebalances)
     def _on_revoke(self, revoked: set[Any]) -> None:
@@ -280,11 +299,22 @@ class Service:
         now = time.monotonic()
         need_reset = [tp for tp in parts if rows[tp] is None]
         resets = self._reset_offsets(need_reset)
+        # Shared partitions taken over from another process are rebuilt from its horizon, which may be older than
+        # ours: the broadcast events (Ganglia) its open runs join with must then be replayed from its rebuild points
+        # for them too, or those runs would miss them.
+        writers = {r.writer for tp, r in rows.items() if tp[0] in self.shared and r is not None and r.writer
+                   and r.writer != self.cfg.instance}
         for tp in sorted(parts):
             row = rows[tp]
             start, position, newest = resets.get(tp, (0, 0, NEG_INF))
             if row is not None:
                 start, position, newest = row.rebuild_from, row.position, NEG_INF if row.newest is None else row.newest
+            if tp[0] not in self.shared:
+                for writer in sorted(writers):
+                    other = self.store.offset(f"instance:{self.cfg.group}/{writer}", *tp)
+                    if other is not None and other.rebuild_from < start:
+                        start = other.rebuild_from
+                        newest = NEG_INF if other.newest is None else other.newest
             self._consumer(tp).seek(TP(*tp), start)
             self.position[tp] = start
             self.replayed_until[tp] = position
@@ -293,6 +323,13 @@ class Service:
         if exact:
             self.exact_until = list(ckpt.released)
             self.horizon_replay = NEG_INF if ckpt.horizon is None else ckpt.horizon
+        # The rules' state of the last checkpoint: the alerts open then, and the holds under way.  (After a
+        # rebalance the replayed records meet it again; a transition decided twice has the same id and is stored
+        # once.)
+        self.alert_engine.restore(self.store.alert_state(self.scope_instance))
+        self.stream_now = self.alert_engine.now
+        if self.am_sender is not None:  # an Alertmanager that restarted meanwhile learns the open alerts again
+            self.am_sender.submit(self.alert_engine.firing())
         self.metrics.set("hcep_assigned_partitions", len(parts))
         self.metrics.set("hcep_replaying", 1 if exact else 0)
         self.epoch_active = True
@@ -401,6 +438,7 @@ class Service:
         have some for 15 s asks for a new assignment, at most once a minute (with more processes than partitions one
         of them rightly holds none: it then costs the group one rebalance a minute)."""
         self._watchdog_at = now
+        self._adopt_alert_states()
         if any(tp[0] in self.shared for tp in self.assignment):
             self._empty_since = None
             return
@@ -415,6 +453,24 @@ class Service:
             self._rejoined_at = now
             self._empty_since = None
 
+    def _adopt_alert_states(self) -> None:
+        """Open alerts and holds of a process that died take their course here: their resolution by time (and a hold
+        about to fire) would otherwise be lost with it.  Checkpointed at once, so they outlive this process too."""
+        if not self.epoch_active or self.exact_until is not None:
+            return
+        states = self.store.adopt_alert_states(self.cfg.instance, time.time(), self.cfg.alert_orphan_after)
+        if not states:
+            return
+        before = len(self.alert_engine.groups)
+        for state in states:
+            self.alert_engine.merge(state)
+        log.warning("adopted %d open alert group(s) of %d silent process(es)", len(self.alert_engine.groups) - before,
+                    len(states))
+        if self.am_sender is not None:
+            self.am_sender.submit(self.alert_engine.firing())
+        self.dirty = True
+        self.checkpoint(force=True)
+
     def close(self) -> None:
         for c in (self.group, self.bcast):
             if c is not None:
@@ -424,6 +480,9 @@ class Service:
             self.sender.drain(self.cfg.drain_timeout)
             self.sender.stop()
             self.sender.join(timeout=10)
+        if self.am_sender is not None:
+            self.am_sender.drain(self.cfg.drain_timeout)
+            self.am_sender.stop()
         if self.publisher is not None:
             self.publisher.stop()
             self.publisher.join(timeout=10)
@@ -444,7 +503,26 @@ class Service:
         if now - self._unreachable_at < self.cfg.idle_timeout:
             return False
         hw = consumer.highwater(TP(*tp))
+        if hw is None:
+            hw = self._end_offset(tp, consumer, now)
         return hw is not None and self.position.get(tp, 0) >= hw  # unknown until a fetch answered: not idle
+
+    def _end_offset(self, tp: Tp, consumer: Any, now: float) -> int | None:
+        """The partition's end offset, asked of the broker (at most once per idle timeout) while no fetch response
+        has told it: a partition resumed exactly at its end (nothing to replay after a rebalance) gets no records,
+        and kafka-python may then never report its high watermark, so it would hold the watermark for good."""
+        from app.kafka_io import TP
+
+        known = self._ends.get(tp)
+        if known is not None and now - known[1] < self.cfg.idle_timeout:
+            return known[0]
+        try:
+            end = consumer.end_offsets([TP(*tp)]).get(TP(*tp))
+        except Exception as err:  # noqa: BLE001 - a broker away: not caught up, ask again later
+            log.debug("end offset of %s[%d] not known (%s)", tp[0], tp[1], err)
+            end = None
+        self._ends[tp] = (end, now)
+        return end
 
     def _caught_up_all(self) -> bool:
         return all(self._caught_up(tp) for tp in self.assignment) and self.wm.pending() == 0
@@ -614,7 +692,14 @@ class Service:
         self.last_t = ev.t
         arrivals = self.arrivals
         out = self.runner.feed(ev, None if arrivals is None else arrivals.pop(id(ev), None))
-        if discard or not out:
+        if discard:
+            return
+        rules = self.alert_engine
+        now_s = ev.t * self.tick  # stream time: the event's point in seconds (ties of one tick share it)
+        alerts = rules.advance(now_s) if now_s > self.stream_now else []
+        if now_s > self.stream_now:
+            self.stream_now = now_s
+        if not out and not alerts:
             return
         now = time.time()
         pack = self.pack.name
@@ -623,16 +708,26 @@ class Service:
             text = json.dumps(record, default=str)
             self.pending_matches.append((rid, spec.name, pack, record.get("confidence"), record.get("start"),
                                          record.get("end"), text, now, self.cfg.instance))
-            if spec.alert:
-                hook = spec.alert.get("webhook", "")
-                obj = alert_object(record, alert_id=rid, pack=pack, severity=spec.alert.get("severity", "warning"),
-                                   summary=spec.alert.get("summary"), description=spec.description, emitted_at=now)
-                status = "pending" if hook in self.cfg.webhooks else "unrouted"
-                self.pending_alerts.append((rid, spec.name, hook, spec.alert.get("severity"), json.dumps(obj),
-                                            status, now, now, self.cfg.instance))
-                if self.first_alert_at is None:
-                    self.first_alert_at = time.monotonic()
+            if spec.name in rules.queries:
+                alerts.extend(rules.observe(record, now_s))
+        for alert in alerts:
+            self._queue_alert(alert, now)
         self.dirty = True
+
+    def _queue_alert(self, alert: Any, now: float) -> None:
+        """One alert transition into the outbox (committed with the next checkpoint) and, once committed, to
+        Alertmanager."""
+        name = alert.labels.get("alertname", "")
+        rule = self.alert_engine.rules.get(name)
+        hook = (rule.spec.webhook if rule is not None else None) or ""
+        status = "pending" if hook in self.cfg.webhooks else "unrouted"
+        self.pending_alerts.append((alert.transition_id, name, hook, alert.severity, json.dumps(alert.to_webhook()),
+                                    status, now, now, self.cfg.instance, alert.fingerprint, alert.status,
+                                    alert.starts_at, alert.ends_at))
+        if self.am_sender is not None:
+            self.pending_am.append(alert)
+        if self.first_alert_at is None:
+            self.first_alert_at = time.monotonic()
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoint_due(self, now: float, last: float) -> bool:
@@ -672,15 +767,20 @@ class Service:
         released = list(self.fed_key) if self.fed_key is not None else None
         batch = Batch(self.pending_matches, self.pending_alerts, self.pending_dead, rows,
                       CheckpointRow(self.scope_instance, self.ckpt_seq, released, h,
-                                    [list(tp) for tp in sorted(self.assignment)]), self.pending_events)
+                                    [list(tp) for tp in sorted(self.assignment)]), self.pending_events,
+                      alert_state=(self.scope_instance, json.dumps(self.alert_engine.snapshot(), default=str),
+                                   self.cfg.instance))
         new_alerts = self.store.commit(batch)
+        if self.pending_am:
+            self.am_sender.submit(self.pending_am)
+            self.pending_am = []
         if self.dead_lines:
             with open(self.deadletter_path, "a", encoding="utf-8") as f:
                 f.write("\n".join(self.dead_lines) + "\n")
         for m in self.pending_matches:
             self.metrics.inc("hcep_matches_total", 1, {"query": m[1]})
         for a in self.pending_alerts:
-            self.metrics.inc("hcep_alerts_total", 1, {"query": a[1]})
+            self.metrics.inc("hcep_alerts_total", 1, {"rule": a[1], "severity": a[3] or "", "state": a[10]})
         if new_alerts and self.sender is not None:
             self.sender.wake.set()
         if self.pending_matches and self.publisher is not None:

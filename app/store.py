@@ -8,7 +8,10 @@ being killed (kill -9); only a power cut may lose the last one, and replay then 
 Tables (the dashboard may read all of them):
 
 - ``matches``: one row per match record (SPEC section 5), ``id`` = :func:`app.checkpoint.record_id`;
-- ``alerts``: the durable webhook outbox, one row per alert, ``id`` = the alert's idempotency key;
+- ``alerts``: the durable webhook outbox, one row per alert *transition* (fired, severity changed, resolved; see
+  :mod:`app.alerts.rules`), ``id`` = the transition's idempotency key, ``fingerprint`` = the alert's identity (its
+  labels), ``state`` firing or resolved, ``starts_at``/``ends_at`` in event time;
+- ``alert_state``: per process, the alert rules' state (open groups, pending holds) at the last checkpoint;
 - ``deadletter``: late and invalid events with the reason;
 - ``offsets`` / ``checkpoints``: per partition and per process, what a restart resumes from;
 - ``senders``: each process's last sign of life, so that another one can adopt a dead one's undelivered alerts;
@@ -55,7 +58,17 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_by_time ON events(ts);
 CREATE TABLE IF NOT EXISTS checkpoints (
     scope TEXT PRIMARY KEY, seq INTEGER NOT NULL, released TEXT, horizon REAL, assignment TEXT, updated_at REAL);
+CREATE TABLE IF NOT EXISTS alert_state (scope TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at REAL, owner TEXT);
 """
+
+#: The schema's version (``PRAGMA user_version``).  1: the tables above without the alert-transition columns;
+#: 2: ``alerts.fingerprint``, ``state``, ``starts_at``, ``ends_at`` and the ``alert_state`` table.
+SCHEMA_VERSION = 2
+#: Each step takes the store from version ``n`` to ``n + 1`` (columns are added only where missing).
+MIGRATIONS: dict[int, list[tuple[str, str, str]]] = {
+    1: [("alerts", "fingerprint", "TEXT"), ("alerts", "state", "TEXT"), ("alerts", "starts_at", "REAL"),
+        ("alerts", "ends_at", "REAL")],
+}
 
 STORE_FILE = "hcep.sqlite"
 STATS_RETENTION = 7 * 86400.0  # seconds of query_stats kept
@@ -92,11 +105,14 @@ class Batch:
     """What one checkpoint writes, in one transaction."""
 
     matches: list[tuple]  # (id, query, pack, confidence, start, end, record_json, emitted_at, instance)
-    alerts: list[tuple]  # (id, query, webhook, severity, alert_json, status, next_at, created_at, owner)
+    # (id, rule, webhook, severity, alert_json, status, next_at, created_at, owner, fingerprint, state, starts_at,
+    #  ends_at)
+    alerts: list[tuple]
     deadletters: list[tuple]  # (topic, partition, offset, idx, reason, event_json, at)
     offsets: list[OffsetRow]
     checkpoint: CheckpointRow | None
     events: list[tuple] = field(default_factory=list)  # (id, type, ts, host, event_json, instance)
+    alert_state: tuple[str, str, str] | None = None  # (scope, the alert rules' state as JSON, owner)
 
 
 def store_path(data_dir: str) -> str:
@@ -116,13 +132,40 @@ class Store:
         if not readonly:
             self.db.execute("PRAGMA journal_mode = WAL")
             self.db.execute("PRAGMA synchronous = NORMAL")
-            self.db.executescript(SCHEMA)
+            self._migrate()
         self.events_keep_seconds = EVENTS_KEEP_SECONDS
         self.events_max_rows = EVENTS_MAX_ROWS
         self._events_unchecked = EVENTS_MAX_ROWS  # inserts since the row cap was last checked (check at once)
 
     def close(self) -> None:
         self.db.close()
+
+    def _migrate(self) -> None:
+        """Create the tables, then bring an older store up to :data:`SCHEMA_VERSION`, in one transaction."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(f"{self.path}: store schema version {version} is newer than this hcep's "
+                                   f"({SCHEMA_VERSION}); upgrade hcep or use another --data-dir")
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            for step in range(max(version, 1), SCHEMA_VERSION):
+                for table, column, kind in MIGRATIONS.get(step, []):
+                    have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                    if column not in have:
+                        db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            if version != SCHEMA_VERSION:
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def schema_version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
 
     # ------------------------------------------------------------------ checkpoint
     def commit(self, batch: Batch) -> int:
@@ -139,7 +182,8 @@ class Store:
                 before = db.total_changes
                 db.executemany(
                     "INSERT OR IGNORE INTO alerts (id, query, webhook, severity, alert, status, next_at, created_at,"
-                    " owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch.alerts)
+                    " owner, fingerprint, state, starts_at, ends_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    batch.alerts)
                 new_alerts = db.total_changes - before
             if batch.deadletters:
                 db.executemany(
@@ -154,6 +198,10 @@ class Store:
                     " seq, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (o.scope, o.topic, o.partition, o.position, o.rebuild_from, _finite(o.newest), o.writer, o.seq,
                      now))
+            if batch.alert_state is not None:
+                scope, state, owner = batch.alert_state
+                db.execute("INSERT OR REPLACE INTO alert_state (scope, state, updated_at, owner) VALUES (?, ?, ?, ?)",
+                           (scope, state, now, owner))
             c = batch.checkpoint
             if c is not None:
                 db.execute(
@@ -189,6 +237,41 @@ class Store:
             return None
         return CheckpointRow(row[0], row[1], json.loads(row[2]) if row[2] else None, row[3],
                              json.loads(row[4]) if row[4] else [])
+
+    def alert_state(self, scope: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT state FROM alert_state WHERE scope = ?", (scope,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def adopt_alert_states(self, owner: str, now: float, silent_for: float) -> list[dict[str, Any]]:
+        """Take (read and delete, in one transaction) the alert-rule states of processes whose sender has been silent
+        for ``silent_for`` seconds: their open alerts and holds live on in the adopter, which took their partitions
+        (as :meth:`adopt_orphans` does for their undelivered alerts)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            rows = self.db.execute(
+                "SELECT scope, state FROM alert_state WHERE owner IS NOT NULL AND owner != ? AND owner IN"
+                " (SELECT owner FROM senders WHERE heartbeat_at < ?)", (owner, now - silent_for)).fetchall()
+            for scope, _state in rows:
+                self.db.execute("DELETE FROM alert_state WHERE scope = ?", (scope,))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return [json.loads(state) for _scope, state in rows]
+
+    def open_alerts(self) -> list[dict[str, Any]]:
+        """The alerts firing now: per fingerprint the latest transition, when it is a firing one (webhook JSON)."""
+        rows = self.db.execute(
+            "SELECT a.alert FROM alerts a JOIN (SELECT fingerprint, MAX(rowid) AS last FROM alerts"
+            " WHERE fingerprint IS NOT NULL GROUP BY fingerprint) l ON a.rowid = l.last WHERE a.state = 'firing'"
+            " ORDER BY a.starts_at").fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def recent_resolved(self, since: float) -> list[dict[str, Any]]:
+        """Resolved transitions written at or after ``since`` (wall clock), oldest first."""
+        rows = self.db.execute("SELECT alert FROM alerts WHERE state = 'resolved' AND created_at >= ?"
+                               " ORDER BY rowid", (since,)).fetchall()
+        return [json.loads(r[0]) for r in rows]
 
     def offset(self, scope: str, topic: str, partition: int) -> OffsetRow | None:
         row = self.db.execute(

@@ -114,12 +114,13 @@ def simulated(nodes: int, hours: float, workdir: str, seed: int = 1) -> tuple[li
 
 _RECEIVER = r"""
 import http.server, json, sys, time
+from contracts.alerts import transition_id
 out = open(sys.argv[1], "a", buffering=1)
 class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
         now = time.time()
-        out.write("".join(f"{a['labels']['alert_id']} {now}\n" for a in body["alerts"]))
+        out.write("".join(f"{transition_id(a)} {now}\n" for a in body["alerts"]))
         self.send_response(200)
         self.end_headers()
     def log_message(self, *args):

@@ -82,8 +82,10 @@ class Alert:
 
     @property
     def transition_id(self) -> str:
-        """The idempotency key of this transition: the alert's identity, its status and when it was decided."""
-        body = f"{self.fingerprint}|{self.status}|{self.starts_at!r}|{self.ends_at!r}"
+        """The idempotency key of this transition: the alert's identity, its status and its times as sent (RFC 3339,
+        so that a receiver computes the same key from the JSON it got: :func:`transition_id`)."""
+        ends = "" if self.ends_at is None else rfc3339(self.ends_at)
+        body = f"{self.fingerprint}|{self.status}|{rfc3339(self.starts_at)}|{ends}"
         return hashlib.sha256(body.encode()).hexdigest()
 
     def resolved(self, at: float) -> Alert:
@@ -125,3 +127,8 @@ class Alert:
             ends,
             str(obj.get("generatorURL", "")),
         )
+
+
+def transition_id(obj: dict[str, Any]) -> str:
+    """The transition id of an alert object as sent (``Alert.to_json`` or a webhook payload entry)."""
+    return Alert.from_json(obj).transition_id

@@ -1,10 +1,11 @@
 """Alerts to webhooks: Alertmanager v4 payloads from a durable outbox, signed, retried with backoff.
 
 Why this shape: receivers that already take Alertmanager's webhook (``version: "4"``) take ours unchanged; the outbox
-is the ``alerts`` table of :mod:`app.store`, written in the checkpoint transaction, so an alert exists for delivery
-exactly when its match is committed, and survives restarts and receivers being down.  Each alert carries its
-idempotency key (``labels.alert_id``, ``fingerprint``, and the ``Idempotency-Key`` header when a POST carries one
-alert) so a receiver can drop the rare second delivery (a crash after the POST, before the outbox row was marked).
+is the ``alerts`` table of :mod:`app.store`, written in the checkpoint transaction, so an alert transition exists for
+delivery exactly when the records that caused it are committed, and survives restarts and receivers being down.
+Each payload entry is one transition of one alert (:class:`contracts.alerts.Alert`: firing, or resolved with its
+``endsAt``); the ``Idempotency-Key`` header (the transition id, or a hash of the ids a POST carries) lets a receiver
+drop the rare second delivery (a crash after the POST, before the outbox row was marked).
 
 The signature header ``X-Hcep-Signature: sha256=<hex>`` is the HMAC-SHA256 of the request body with the secret from
 the environment variable named by the webhook's ``secret_env`` (default ``HCEP_WEBHOOK_SECRET``); no secret, no header.
@@ -124,7 +125,7 @@ def alert_object(record: dict[str, Any], *, alert_id: str, pack: str, severity: 
 
 
 def payload(alerts: list[dict[str, Any]], receiver: str) -> dict[str, Any]:
-    """Alertmanager webhook payload, version 4."""
+    """Alertmanager webhook payload, version 4 (``status`` firing when any entry fires)."""
     common_labels = dict(alerts[0]["labels"]) if alerts else {}
     for a in alerts[1:]:
         common_labels = {k: v for k, v in common_labels.items() if a["labels"].get(k) == v}
@@ -133,7 +134,7 @@ def payload(alerts: list[dict[str, Any]], receiver: str) -> dict[str, Any]:
         "version": "4",
         "groupKey": "{}:" + json.dumps(group_labels, sort_keys=True),
         "truncatedAlerts": 0,
-        "status": "firing",
+        "status": "firing" if any(a.get("status", "firing") == "firing" for a in alerts) else "resolved",
         "receiver": receiver,
         "groupLabels": group_labels,
         "commonLabels": common_labels,
@@ -143,10 +144,13 @@ def payload(alerts: list[dict[str, Any]], receiver: str) -> dict[str, Any]:
     }
 
 
-def post(hook: Webhook, alerts: list[dict[str, Any]], timeout: float = 5.0) -> None:
-    """POST one payload; raise on anything but a 2xx answer."""
+def post(hook: Webhook, alerts: list[dict[str, Any]], timeout: float = 5.0, ids: list[str] | None = None) -> None:
+    """POST one payload; raise on anything but a 2xx answer.  ``ids``: the outbox ids of ``alerts`` (their
+    idempotency keys; default the alerts' ``labels.alert_id`` or ``fingerprint``)."""
     body = json.dumps(payload(alerts, hook.name), separators=(",", ":")).encode()
-    ids = sorted(a["labels"]["alert_id"] for a in alerts)
+    if ids is None:
+        ids = [a["labels"].get("alert_id") or a.get("fingerprint", "") for a in alerts]
+    ids = sorted(ids)
     key = ids[0] if len(ids) == 1 else hashlib.sha256(",".join(ids).encode()).hexdigest()
     headers = {"Content-Type": "application/json", "User-Agent": "hcep", "Idempotency-Key": key}
     secret = hook.secret()
@@ -251,7 +255,7 @@ class AlertSender(threading.Thread):
                 chunk = rows[i:i + self.batch]
                 ids = [r[0] for r in chunk]
                 try:
-                    post(hook, [json.loads(r[1]) for r in chunk], timeout=self.timeout)
+                    post(hook, [json.loads(r[1]) for r in chunk], timeout=self.timeout, ids=ids)
                 except (urllib.error.URLError, OSError, ValueError) as err:
                     attempts = store.attempts(ids)
                     now = time.time()

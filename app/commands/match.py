@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +170,8 @@ def _query_text_error(err: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     from engine import match_events
 
+    if getattr(args, "alerts", False):
+        return run_alerts(args)
     compiled, tick = compiled_queries(args)
     events = read_events(args.events, tick)
     records = match_events(compiled, events)
@@ -179,6 +181,64 @@ def run(args: argparse.Namespace) -> int:
         write("\n")
     sys.stdout.flush()
     return 0
+
+
+#: The widest half-interval ``hcep run`` accepts by default (ServiceConfig.max_delta): it fixes the imprecise
+#: evaluators' uncertainty bound, and so the moment each record comes out, which ``--alerts`` must reproduce.
+RUN_MAX_DELTA = 7.5
+
+
+def run_alerts(args: argparse.Namespace) -> int:
+    """``--alerts``: the pack's alert transitions for the input, one Alertmanager v2 JSON object a line."""
+    import dataclasses
+
+    if not args.pack:
+        raise CommandError("hcep match: --alerts needs --pack FILE (the alert rules live in the pack)")
+    overridden = [f"--{o}" for o in ("strategy", "confidence", "output", "tick") if getattr(args, o, None) is not None]
+    if overridden:
+        raise CommandError(f"hcep match: --alerts judges the pack as hcep run runs it; {', '.join(overridden)} "
+                           "does not apply")
+    pack = load_pack(args.pack)
+    if args.query:
+        if not any(spec.name == args.query for spec in pack.queries):
+            names = ", ".join(spec.name for spec in pack.queries) or "none"
+            raise CommandError(f"hcep match: no query named {args.query!r} in pack {args.pack} (it has: {names})")
+        pack = dataclasses.replace(pack, queries=tuple(dataclasses.replace(q, enabled=q.name == args.query)
+                                                       for q in pack.queries))
+    if not any(q.enabled for q in pack.queries):
+        raise CommandError(f"hcep match: pack {args.pack} has no enabled query")
+    events = read_events(args.events, pack_tick(pack))
+    write = sys.stdout.write
+    for alert in judge(pack, events):
+        write(json.dumps(alert.to_json()))
+        write("\n")
+    sys.stdout.flush()
+    return 0
+
+
+def judge(pack: Any, events: list[Any], max_delta: float = RUN_MAX_DELTA) -> Iterator[Any]:
+    """The alert transitions ``hcep run`` decides for ``events``: the pack as the service runs it (its own
+    strategies, outputs and thresholds, the service's uncertainty bound ``max_delta``, no flush at the end: a live
+    stream has no end), the records judged by the pack's alert rules in stream time (the largest event point fed, in
+    seconds: events of one tick share it, so the order of ties cannot move an alert)."""
+    import math
+
+    from app.alerts.rules import AlertEngine
+    from app.pack_runner import PackRunner
+    from engine.runtime.matcher import sort_events
+
+    tick = pack_tick(pack)
+    umax = math.ceil(2 * max_delta / tick) + 1
+    runner = PackRunner(pack, umax, shedding=False)
+    engine = AlertEngine(pack)
+    now = -math.inf
+    for ev in sort_events(events):
+        t = ev.t * tick  # stream time: the event's point in seconds, as the service counts it
+        if t > now:
+            now = t
+        yield from engine.advance(now)
+        for _spec, record in runner.feed(ev):
+            yield from engine.observe(record, now)
 
 
 def data_path(*parts: str) -> Path:

@@ -1,10 +1,11 @@
 """``hcep run --pack FILE --bootstrap HOST:PORT``: the streaming service (see :mod:`app.service`).
 
 Settings come, strongest first, from the options, a YAML ``--config`` file (same names, ``_`` for ``-``), the pack's
-``settings`` (``allowed_lateness``, ``max_delta``, ``webhooks``, ``shedding``) and the defaults.  Webhook names are
-the ones the pack's alerts use (``alert: {webhook: ops}``); their URLs come from ``--webhook ops=URL``, ``webhooks:``
-in the config or the pack.  Runs until SIGTERM/SIGINT (a clean stop commits a last checkpoint).  Also runnable as
-``python -m app.commands.run ...`` while ``hcep`` does not list it.
+``settings`` (``allowed_lateness``, ``max_delta``, ``webhooks``, ``shedding``) and the defaults. Webhook names are the
+ones the pack's alert rules use (``webhook: ops``); their URLs come from ``--webhook ops=URL``, ``webhooks:`` in the
+config or the pack. ``--alertmanager URL`` delivers every alert to a Prometheus Alertmanager as well. Runs until
+SIGTERM/SIGINT (a clean stop commits a last checkpoint). Also runnable as ``python -m app.commands.run ...`` while
+``hcep`` does not list it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "session_timeout": 10.0,
     "alert_max_backoff": 30.0,
     "alert_orphan_after": 30.0,
+    "alertmanager": "",
 }
 
 
@@ -83,7 +85,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alert-orphan-after", type=_seconds, metavar="S",
                         help="with a shared data dir: deliver the alerts of a process silent this long (30 s)")
     parser.add_argument("--webhook", action="append", default=[], metavar="NAME=URL",
-                        help="URL of a webhook the pack's alerts name (repeatable)")
+                        help="URL of a webhook the pack's alert rules name (repeatable)")
+    parser.add_argument("--alertmanager", metavar="URL",
+                        help="also deliver every alert to this Prometheus Alertmanager (v2 API, e.g. "
+                             "http://127.0.0.1:9093; default: none, or $HCEP_ALERTMANAGER)")
     parser.add_argument("--start-from", choices=("earliest", "latest"),
                         help="where partitions without a checkpoint start (default earliest)")
     parser.add_argument("--partitions", type=int, metavar="N", help="partitions of topics created when missing (4)")
@@ -123,7 +128,7 @@ def _read_config(path: str | None) -> dict[str, Any]:
 
 def build_config(args: argparse.Namespace, pack: Any) -> Any:
     """Merge options, config file, pack settings and defaults into a :class:`app.service.ServiceConfig`."""
-    from app.alerts import parse_webhooks
+    from app.alerts.webhook import parse_webhooks
     from app.service import ServiceConfig
 
     file_cfg = _read_config(args.config)
@@ -139,6 +144,8 @@ def build_config(args: argparse.Namespace, pack: Any) -> Any:
             return settings[name]
         if name == "bootstrap" and os.environ.get("HCEP_BOOTSTRAP"):
             return os.environ["HCEP_BOOTSTRAP"]
+        if name == "alertmanager" and os.environ.get("HCEP_ALERTMANAGER"):
+            return os.environ["HCEP_ALERTMANAGER"]
         return DEFAULTS[name]
 
     def topics(value: Any) -> list[str]:
@@ -175,6 +182,7 @@ def build_config(args: argparse.Namespace, pack: Any) -> Any:
         idle_timeout=float(pick("idle_timeout")),
         checkpoint_interval=float(pick("checkpoint_interval")),
         webhooks=hooks,
+        alertmanager=str(pick("alertmanager") or "") or None,
         topic_partitions=int(pick("partitions")),
         start_from=str(pick("start_from")),
         session_timeout=float(pick("session_timeout")),
@@ -186,6 +194,8 @@ def build_config(args: argparse.Namespace, pack: Any) -> Any:
     )
     if not cfg.shared_topics and not cfg.broadcast_topics:
         raise CommandError("no topics to read (--topics and --broadcast are both empty)")
+    if cfg.alertmanager and not cfg.alertmanager.startswith(("http://", "https://")):
+        raise CommandError(f"--alertmanager wants an http(s) URL, got {cfg.alertmanager!r}")
     return cfg
 
 
@@ -219,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("kafka").setLevel(kafka_level)
     pack = load_pack(args.pack)
     cfg = build_config(args, pack)
-    unrouted = sorted({q.alert["webhook"] for q in pack.queries if q.enabled and q.alert} - set(cfg.webhooks))
+    unrouted = sorted({r.webhook for r in pack.rules() if r.webhook} - set(cfg.webhooks))
     if unrouted:
         logging.getLogger("hcep.run").warning("no URL for webhook(s) %s: their alerts are stored as 'unrouted'",
                                               ", ".join(unrouted))

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from contracts.alerts import transition_id
+
 #: Alertmanager notifications printed on the terminal (the rest are only counted).
 SHOWN_NOTIFICATIONS = 3
 #: Alerts of one query printed on the terminal; the rest, and every ``info`` alert, are only counted (Q6 flags most
@@ -77,14 +79,19 @@ class Receiver:
         with self.lock, open(self.path, "a", encoding="utf-8") as out:
             for alert in alerts:
                 labels = alert.get("labels") or {}
-                key = str(labels.get("alert_id") or "")
+                try:
+                    key = transition_id(alert)
+                except (ValueError, TypeError):
+                    key = ""
                 if key and key in self.seen:
                     continue  # at-least-once delivery: a retried POST
                 self.seen.add(key)
-                query, severity = str(labels.get("query", "?")), str(labels.get("severity", "?"))
-                self.counts[(query, severity)] += 1
+                query, severity = str(labels.get("alertname", "?")), str(labels.get("severity", "?"))
+                resolved = alert.get("status") == "resolved"
+                if not resolved:
+                    self.counts[(query, severity)] += 1
                 out.write(json.dumps(alert, separators=(",", ":")) + "\n")
-                if severity == "info":
+                if severity == "info" or resolved:
                     continue
                 n = sum(v for (q, s), v in self.counts.items() if q == query and s != "info")
                 if n <= self.shown_per_query:

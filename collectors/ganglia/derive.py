@@ -115,9 +115,15 @@ def round_events(
 ) -> list[dict[str, Any]]:
     """The events of one round: ``Metric`` per sample (``raw``; only ``metrics`` if given; only the ``fresh`` samples
     if given, see :class:`Deduplicator`), then ``LoadStd`` and ``Balance`` (val <= threshold) or ``Imbalance``
-    (val > threshold) over all the round's samples, when any host reports ``load_metric``."""
+    (val > threshold) over all the round's samples, when any host reports ``load_metric``.
+
+    A ``Metric`` of ``load_metric`` also carries the round's ``cluster_mean`` and ``cluster_std`` of that metric, so
+    one event says whether its host is the outlier of an imbalanced cluster (the unbalancing-reducer query needs
+    exactly that, and the round's statistics are known here at no cost)."""
     events: list[dict[str, Any]] = []
     cluster = rnd.cluster
+    loads = {s.host: s.val for s in rnd.samples if s.metric == load_metric}  # one value per host
+    stats = load_std(list(loads.values())) if loads else None
     if raw:
         for s in sorted(rnd.samples if fresh is None else fresh, key=lambda s: (s.host, s.metric)):
             if metrics is not None and s.metric not in metrics:
@@ -135,9 +141,11 @@ def round_events(
                     "cluster": cluster,
                 }
             )
-    loads = {s.host: s.val for s in rnd.samples if s.metric == load_metric}  # one value per host
-    if loads:
-        std, mean = load_std(list(loads.values()))
+            if stats is not None and s.metric == load_metric:
+                events[-1]["cluster_mean"] = round(stats[1], 6)
+                events[-1]["cluster_std"] = round(stats[0], 6)
+    if stats is not None:
+        std, mean = stats
         stamp = _fmt(rnd.ts)
         events.append(
             {

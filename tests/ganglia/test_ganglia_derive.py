@@ -46,6 +46,7 @@ def test_round_events_shape() -> None:
     assert metric == {
         "type": "Metric", "ts": 99.0, "id": "ganglia/c/a/load_one@99", "delta": 7.5,
         "host": "a", "metric": "load_one", "val": 1.0, "units": "", "cluster": "c",
+        "cluster_mean": 2.0, "cluster_std": 1.0,  # the round's load statistics: is this host the outlier?
     }  # fmt: skip
     assert std == {
         "type": "LoadStd", "ts": 100.0, "id": "ganglia/c/LoadStd@100", "delta": 7.5,
@@ -69,6 +70,7 @@ def test_threshold_boundary(threshold: float, kind: str) -> None:
 def test_options() -> None:
     rnd = Round("c", 10.0, [Sample("a", "load_one", 1.0, 10.0), Sample("a", "cpu_user", 50.0, 9.0, "%")])
     assert [e.get("metric") for e in round_events(rnd, metrics={"cpu_user"})] == ["cpu_user", None, None]
+    assert "cluster_mean" not in round_events(rnd, metrics={"cpu_user"})[0]  # only the load metric carries them
     assert {e["delta"] for e in round_events(rnd, delta=2.0)} == {2.0}
     assert [e["type"] for e in round_events(Round("c", 1.0, [Sample("a", "cpu_user", 1.0, 1.0)]))] == ["Metric"]
     assert round_events(rnd, load_metric="cpu_user", raw=False)[0]["mean"] == 50.0

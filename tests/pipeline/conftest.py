@@ -36,8 +36,17 @@ class Receiver:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def alert_ids(self) -> list[str]:
+        """The transition id of every alert entry received (contracts.alerts.transition_id), repeats included."""
+        from contracts.alerts import transition_id
+
         with self.lock:
-            return [a["labels"]["alert_id"] for p in self.posts for a in p["alerts"]]
+            return [transition_id(a) for p in self.posts for a in p["alerts"]]
+
+    def alert_keys(self) -> list[tuple[str, str]]:
+        """``(fingerprint, status)`` of every entry: what several processes agree on (their stream clocks, and so
+        the moments they decide, differ by partition)."""
+        with self.lock:
+            return [(a["fingerprint"], a["status"]) for p in self.posts for a in p["alerts"]]
 
 
 @pytest.fixture
@@ -57,8 +66,10 @@ def receiver() -> Iterator[Receiver]:
                 rec.bodies.append(body)
                 rec.headers.append(dict(self.headers.items()))
                 now = time.time()
+                from contracts.alerts import transition_id
+
                 for a in data["alerts"]:
-                    rec.received_at.setdefault(a["labels"]["alert_id"], now)
+                    rec.received_at.setdefault(transition_id(a), now)
             self.send_response(200)
             self.end_headers()
 

@@ -6,7 +6,7 @@ import json
 import random
 import urllib.request
 
-from app.alerts import alert_object, backoff, parse_webhooks, payload, sign, verify
+from app.alerts import backoff, parse_webhooks, payload, sign, verify
 from app.checkpoint import horizon, offset_metadata, parse_offset_metadata, record_id
 from app.metrics import MetricsServer, Registry
 from app.store import Batch, CheckpointRow, OffsetRow, Store
@@ -125,17 +125,22 @@ def test_horizon_covers_windows_uncertainty_and_held_records() -> None:
 
 # ------------------------------------------------------------------------------------------------ alerts
 def test_alertmanager_v4_payload_and_signature() -> None:
-    rec = {"query": "Q6", "match": {"a": ["e1"]}, "confidence": 0.8, "start": 1_700_000_000.0, "end": 1_700_000_100.0,
-           "return": {"task_id": "t_1"}}
-    a = alert_object(rec, alert_id="ab" * 32, pack="hadoop", severity="warning", summary="reducer {task_id} {x}")
-    body = payload([a], "ops")
+    from contracts.alerts import Alert, transition_id
+
+    a = Alert({"alertname": "Rising", "severity": "warning", "task_id": "t_1"}, {"summary": "reducer t_1"},
+              1_700_000_000.0)
+    done = a.resolved(1_700_000_100.0)
+    body = payload([a.to_webhook()], "ops")
     assert body["version"] == "4" and body["status"] == "firing" and body["receiver"] == "ops"
+    assert payload([done.to_webhook()], "ops")["status"] == "resolved"
     assert set(body) >= {"groupKey", "truncatedAlerts", "groupLabels", "commonLabels", "commonAnnotations",
                          "externalURL", "alerts"}
     alert = body["alerts"][0]
-    assert alert["labels"]["alertname"] == "Q6" and alert["labels"]["task_id"] == "t_1"
-    assert alert["annotations"]["summary"] == "reducer t_1 {x}"
-    assert alert["startsAt"].startswith("2023-11-14T22:13:20") and alert["fingerprint"] == ("ab" * 8)
+    assert alert["labels"]["alertname"] == "Rising" and alert["labels"]["task_id"] == "t_1"
+    assert alert["status"] == "firing" and alert["endsAt"] == "0001-01-01T00:00:00Z"
+    assert alert["startsAt"].startswith("2023-11-14T22:13:20") and alert["fingerprint"] == a.fingerprint
+    assert done.to_webhook()["fingerprint"] == a.fingerprint  # the resolution names the same alert
+    assert transition_id(alert) == a.transition_id != done.transition_id
     raw = json.dumps(body).encode()
     assert verify(raw, "s3cret", sign(raw, "s3cret")) and not verify(raw, "other", sign(raw, "s3cret"))
     assert 0.25 <= backoff(1, 0.5, 30) <= 0.5 and backoff(20, 0.5, 30) <= 30
@@ -159,16 +164,48 @@ def test_metrics_endpoint_serves_prometheus_text() -> None:
 
 def test_store_checkpoint_is_atomic_and_ignores_known_ids(tmp_path) -> None:
     store = Store(str(tmp_path / "s.sqlite"))
-    alert = ("id1", "Q", "ops", "warning", "{}", "pending", 0.0, 0.0, "0")
+    alert = ("id1", "Q", "ops", "warning", '{"status": "firing"}', "pending", 0.0, 0.0, "0", "fp1", "firing", 5.0,
+             None)
     batch = Batch([("id1", "Q", "p", 1.0, 0.0, 1.0, "{}", 0.0, "0")], [alert], [],
-                  [OffsetRow("g", "t", 0, 10, 4, 2.0, "0", 1)], CheckpointRow("i", 1, [1, 0, 0, 3, 0], 5.0, [["t", 0]]))
+                  [OffsetRow("g", "t", 0, 10, 4, 2.0, "0", 1)], CheckpointRow("i", 1, [1, 0, 0, 3, 0], 5.0, [["t", 0]]),
+                  alert_state=("i", '{"now": 5.0, "groups": []}', "0"))
     assert store.commit(batch) == 1
+    assert store.alert_state("i") == {"now": 5.0, "groups": []}
+    assert store.open_alerts() == [{"status": "firing"}]
+    resolved = ("id2", "Q", "ops", "warning", '{"status": "resolved"}', "pending", 0.0, 9.0, "0", "fp1", "resolved",
+                5.0, 7.0)
+    assert store.commit(Batch([], [resolved], [], [], None)) == 1
+    assert store.open_alerts() == []  # the latest transition of fp1 resolved it
     assert store.commit(Batch([], [alert], [], [], None)) == 0
     assert store.offset("g", "t", 0).rebuild_from == 4
     assert store.checkpoint("i").released == [1, 0, 0, 3, 0]
-    assert [row[0] for row in store.due_alerts("0", 1.0)] == ["id1"]
+    assert [row[0] for row in store.due_alerts("0", 1.0)] == ["id1", "id2"]
     store.mark_delivered(["id1"], 2.0)
     assert store.counts()["alerts_delivered"] == 1
+
+
+def test_store_migrates_a_version_1_store(tmp_path) -> None:
+    """A store written before the alert-transition columns (user_version 0/1) gains them, keeping its rows."""
+    import sqlite3
+
+    from app.store import SCHEMA_VERSION
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE alerts (id TEXT PRIMARY KEY, query TEXT NOT NULL, webhook TEXT NOT NULL, severity TEXT,"
+        " alert TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_at REAL NOT NULL,"
+        " created_at REAL NOT NULL, delivered_at REAL, last_error TEXT, owner TEXT NOT NULL);"
+        "INSERT INTO alerts (id, query, webhook, alert, status, next_at, created_at, owner)"
+        " VALUES ('old', 'Q6', 'ops', '{}', 'delivered', 0, 0, '0');")
+    db.commit()
+    db.close()
+    store = Store(str(path))
+    assert store.schema_version() == SCHEMA_VERSION
+    assert [r["id"] for r in store.alert_rows()] == ["old"]
+    cols = {row[1] for row in store.db.execute("PRAGMA table_info(alerts)")}
+    assert {"fingerprint", "state", "starts_at", "ends_at"} <= cols
+    assert store.alert_state("x") is None
 
 
 # ------------------------------------------------------------------------------------------------ hcep run options
@@ -201,3 +238,18 @@ def test_run_settings_precedence(tmp_path, monkeypatch) -> None:
         build_config(parser.parse_args(["--pack", "x", "--config", str(config)]), pack)
     with pytest.raises(CommandError, match="NAME=URL"):
         build_config(parser.parse_args(["--pack", "x", "--webhook", "nourl"]), pack)
+
+
+def test_alert_states_of_a_silent_process_are_adopted_once(tmp_path) -> None:
+    """The open alerts of a process that died live on in the one that took its partitions (and only in one)."""
+    store = Store(str(tmp_path / "s.sqlite"))
+    state = '{"now": 9.0, "groups": [["R", ["j1"], {"status": "firing"}]]}'
+    store.commit(Batch([], [], [], [], None, alert_state=("instance:g/b", state, "b")))
+    store.commit(Batch([], [], [], [], None, alert_state=("instance:g/a", '{"now": 1.0, "groups": []}', "a")))
+    store.heartbeat("b", 100.0)
+    store.heartbeat("a", 129.0)
+    assert store.adopt_alert_states("a", 120.0, 30.0) == []  # b spoke 20 s ago: still alive
+    got = store.adopt_alert_states("a", 131.0, 30.0)
+    assert got == [{"now": 9.0, "groups": [["R", ["j1"], {"status": "firing"}]]}]
+    assert store.adopt_alert_states("c", 131.0, 30.0) == []  # taken: nobody adopts it twice
+    assert store.alert_state("instance:g/a") is not None  # a live process's state is never taken

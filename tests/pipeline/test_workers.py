@@ -12,8 +12,8 @@ from pathlib import Path
 from app.processes import descendants
 from app.workers import run_workers, worker_argv
 from tests.pipeline.conftest import Broker, Receiver, holds, run_command, start_service, wait_until
-from tests.pipeline.test_pipeline import PACK, _ensure, prefix, publish_in_chunks  # noqa: F401 (fixture)
-from tests.pipeline.workload import expected_alerts, hadoop_and_ganglia
+from tests.pipeline.test_pipeline import _ensure, prefix, publish_in_chunks  # noqa: F401 (fixture)
+from tests.pipeline.workload import PACK, expected_keys, hadoop_and_ganglia
 
 
 def _two_free_ports() -> int:
@@ -47,7 +47,7 @@ def test_workers_share_the_group_and_a_crashed_one_is_restarted(kafka_broker: Br
                                                                 prefix: str, tmp_path: Path) -> None:  # noqa: F811
     bootstrap = kafka_broker.bootstrap
     hadoop, ganglia = hadoop_and_ganglia(jobs=8, seed=45)
-    expected = expected_alerts(PACK, hadoop + ganglia)
+    expected = expected_keys(PACK, hadoop + ganglia)
     _ensure(bootstrap, prefix)
     port = _two_free_ports()
     cmd = run_command(bootstrap, PACK, tmp_path / "data", topics=f"{prefix}.hadoop", broadcast=f"{prefix}.ganglia",
@@ -64,7 +64,7 @@ def test_workers_share_the_group_and_a_crashed_one_is_restarted(kafka_broker: Br
         wait_until(lambda: "restarted worker" in log.read_text(), 30, "the supervisor to restart the killed worker")
         wait_until(lambda: len(_workers(parent)) == 2 and workers[0] not in _workers(parent), 30, "two workers again")
         publish_in_chunks(bootstrap, prefix, hadoop, ganglia, chunks=2, pause=0.5)
-        wait_until(lambda: set(receiver.alert_ids()) >= set(expected), 120, "all expected alerts")
+        wait_until(lambda: set(receiver.alert_keys()) >= set(expected), 120, "all expected alerts")
         text = log.read_text()
         assert "[w-0] " in text and "[w-1] " in text  # each worker's lines carry its name
         survivors = _workers(parent)
@@ -73,7 +73,7 @@ def test_workers_share_the_group_and_a_crashed_one_is_restarted(kafka_broker: Br
     finally:
         if parent.poll() is None:
             parent.kill()
-    assert set(receiver.alert_ids()) == set(expected)
+    assert set(receiver.alert_keys()) == set(expected)
     assert survivors and not any(_is_worker(pid) for pid in survivors)  # SIGTERM to the command stopped them all
 
 

@@ -8,6 +8,7 @@ that every record the offline matcher finds is also released by the streaming se
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 BASE = 1_700_000_000.0
@@ -66,21 +67,41 @@ def hadoop_and_ganglia(jobs: int = 6, reducers: int = 3, pulls: int = 5, seed: i
     return hadoop, ganglia
 
 
-def expected_alerts(pack_path: str, events: list[dict[str, Any]]) -> dict[str, str]:
-    """``{alert id: query}`` the offline matcher finds for the pack's alerting queries."""
-    from app.checkpoint import record_id
+PACK = str(Path(__file__).resolve().parent / "data" / "pack.yaml")
+
+
+def expected_transitions(pack_path: str, events: list[dict[str, Any]]) -> list[Any]:
+    """The alert transitions ``hcep match --alerts`` decides for ``events`` (what one ``hcep run`` must send)."""
+    from app.commands.match import judge
     from engine.events import event_from_json
     from engine.language.packs import load_pack
-    from engine.plan.compiler import compile_spec
-    from engine.runtime.matcher import match_events
 
     pack = load_pack(pack_path)
-    evs = [event_from_json(e, i, pack.tick) for i, e in enumerate(events)]
-    out: dict[str, str] = {}
-    for spec in pack.queries:
-        if not spec.enabled or not spec.alert:
-            continue
-        cq = compile_spec(spec, pack.tick)
-        for rec in match_events(cq, evs):
-            out[record_id(rec, spec.output)] = spec.name
-    return out
+    return list(judge(pack, [event_from_json(e, i, pack.tick) for i, e in enumerate(events)]))
+
+
+def expected_alerts(pack_path: str, events: list[dict[str, Any]]) -> dict[str, str]:
+    """``{transition id: rule}`` of :func:`expected_transitions`."""
+    return {a.transition_id: a.labels["alertname"] for a in expected_transitions(pack_path, events)}
+
+
+def expected_record_ids(pack_path: str, events: list[dict[str, Any]]) -> set[str]:
+    """Ids of the match records one ``hcep run`` stores for ``events`` (the engine is never flushed)."""
+    import math
+
+    from app.checkpoint import record_id
+    from app.commands.match import RUN_MAX_DELTA
+    from app.pack_runner import PackRunner
+    from engine.events import event_from_json
+    from engine.language.packs import load_pack
+    from engine.runtime.matcher import sort_events
+
+    pack = load_pack(pack_path)
+    runner = PackRunner(pack, math.ceil(2 * RUN_MAX_DELTA / pack.tick) + 1, shedding=False)
+    evs = sort_events(event_from_json(e, i, pack.tick) for i, e in enumerate(events))
+    return {record_id(rec, spec.output) for ev in evs for spec, rec in runner.feed(ev)}
+
+
+def expected_keys(pack_path: str, events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """``(fingerprint, status)`` of :func:`expected_transitions`, sorted (what several processes must send)."""
+    return sorted((a.fingerprint, a.status) for a in expected_transitions(pack_path, events))
