@@ -54,26 +54,32 @@ def choose(
     wanted = max(1, round(cfg.anomalies_per_hour * cfg.hours)) if cfg.anomalies_per_hour > 0 else 0
     plants: dict[int, dict[str, Any]] = {}
     candidates = {k: [i for i, (_, m, r, out) in enumerate(jobs) if eligible(k, m, r, out)] for k in KINDS}
-    # Scarce kinds first and one job per kind in turn, so that the few jobs a rare kind can use are not all taken by
-    # a kind with many candidates.
-    order = sorted(KINDS, key=lambda k: (len(candidates[k]), KINDS.index(k)))
-    pools = {k: list(candidates[k]) for k in order}
-    for pool in pools.values():
-        rng.shuffle(pool)
-    chosen: dict[str, list[int]] = {k: [] for k in order}
+    # One job per kind in turn, the kind with the fewest jobs left first, each taking the job that the fewest other
+    # kinds still in need could use: the few jobs a rare kind can use are not all taken by a common one.
+    pools = {k: list(candidates[k]) for k in KINDS}
+    for k in KINDS:
+        rng.shuffle(pools[k])
+    usable = {k: set(candidates[k]) for k in KINDS}
+    chosen: dict[str, list[int]] = {k: [] for k in KINDS}
     taken: set[int] = set()
+
+    def fits(kind: str, i: int) -> bool:
+        # keep runaway reducers apart so the cluster is balanced before and after each
+        return i not in taken and not (
+            kind == "unbalancing_reducer" and any(abs(jobs[i][0] - jobs[j][0]) < 720.0 for j in chosen[kind])
+        )
+
     for _ in range(wanted):
-        for kind in order:
-            pool, mine = pools[kind], chosen[kind]
-            while pool:
-                i = pool.pop(0)
-                if i in taken:
-                    continue
-                if kind == "unbalancing_reducer" and any(abs(jobs[i][0] - jobs[j][0]) < 720.0 for j in mine):
-                    continue  # keep runaway reducers apart so the cluster is balanced before and after each
-                mine.append(i)
-                taken.add(i)
-                break
+        left = {k: [i for i in pools[k] if fits(k, i)] for k in KINDS}
+        for kind in sorted(KINDS, key=lambda k: (len(left[k]), KINDS.index(k))):
+            free = [i for i in left[kind] if fits(kind, i)]
+            if not free:
+                continue
+            needy = [k for k in KINDS if k != kind and len(chosen[k]) < wanted]
+            pick = min(free, key=lambda i: sum(i in usable[k] for k in needy))  # ties: the shuffled order
+            chosen[kind].append(pick)
+            taken.add(pick)
+    order = KINDS
     for kind in order:
         for i in sorted(chosen[kind]):
             plants[i] = _params(kind, jobs[i][1], jobs[i][2], cfg, rng)

@@ -136,8 +136,9 @@ def simulate(
         handle.write("\n")
     write_jobs(os.path.join(out_dir, "jobs.jsonl"), jobs, hosts)
     planted = truth["planted_per_kind"]
+    listed = {k: len(v) for k, v in truth["anomalies"].items()}
     return {
-        "jobs": len(jobs), "files": written, "samples": len(samples), "planted": planted,
+        "jobs": len(jobs), "files": written, "samples": len(samples), "planted": planted, "anomalies": listed,
         "counts": truth["counts"], "seconds": round(time.perf_counter() - started, 2),
     }
 
