@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.simulate.definitions import QueuedOutput, SkewedMapper, SlowPull, UnbalancingReducer
+from collectors.simulate.definitions import QueuedOutput, SkewedMapper, SkewedReducer, SlowPull, UnbalancingReducer
 
 
 # ------------------------------------------------------------------------------------------------ skewed tasks
@@ -47,7 +47,7 @@ class Skew:
         return self.duration_ms - self.median_ms
 
 
-def skew(runs: Sequence[Run], rule: type[SkewedMapper] = SkewedMapper) -> Skew | None:
+def skew(runs: Sequence[Run], rule: type[SkewedMapper | SkewedReducer] = SkewedMapper) -> Skew | None:
     """The job's longest attempt against the median of its successful ones (``rule``: SkewedMapper or SkewedReducer,
     same shape); None when the job has no attempt.  The first of equally long attempts counts as the longest."""
     if not runs:
