@@ -1,8 +1,9 @@
 """``hcep simulate``: a seeded Hadoop cluster running the SWIM job mix, written out as genuine Hadoop artifacts.
 
 Writes DIR/hadoop/ (job history files, AM and reduce container syslogs), DIR/ganglia/samples.jsonl (per-host
-``load_one`` every 15 s; also RRDs or gmetric packets with ``--ganglia``), DIR/ground_truth.json (planted anomalies)
-and DIR/jobs.jsonl (every job and task attempt).  The same seed gives the same files.
+``load_one`` every 15 s; also RRDs or gmetric packets with ``--ganglia``), DIR/ground_truth.json (every anomaly by
+the definitions of collectors/README.md "Ground truth", planted or not) and DIR/jobs.jsonl (every job and task
+attempt).  The same seed gives the same files.
 
 ``--live`` runs the cluster in real time instead (``collectors/simulate/live.py``): a compressed scenario starting
 now -- a thinned SWIM job mix plus one planted job per anomaly kind in the first seconds, repeated every
@@ -96,11 +97,13 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"simulate: {err}") from None
     files = summary["files"]
     planted = sum(summary["planted"].values())
+    listed = sum(summary["anomalies"].values())
     print(
         f"simulate: {summary['jobs']} jobs ({summary['counts']['map_attempts']} map and "
         f"{summary['counts']['reduce_attempts']} reduce attempts, {summary['counts']['pulls']} shuffle pulls) on "
         f"{args.nodes} nodes; {files['jhist']} history files, {files['am'] + files['reduce']} syslogs, "
-        f"{summary['samples']} load samples, {planted} anomalies planted -> {args.out} ({summary['seconds']} s)",
+        f"{summary['samples']} load samples, {planted} anomalies planted, {listed} in the ground truth -> {args.out} "
+        f"({summary['seconds']} s)",
         file=sys.stderr,
     )
     return 0

@@ -12,8 +12,9 @@ MIB = 1 << 20
 
 
 def _first(truth: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    """The first planted anomaly of ``kind`` (the first showcase round's): the truth also lists natural ones."""
     items = (truth.get("anomalies") or {}).get(kind) or []
-    return items[0] if items else None
+    return next((a for a in items if a.get("planted")), None)
 
 
 def look_for(truth: dict[str, Any], url: str, start: float) -> list[str]:
@@ -24,18 +25,20 @@ def look_for(truth: dict[str, Any], url: str, start: float) -> list[str]:
     if (a := _first(truth, "queued_output")) is not None:
         out.append(f"Queuing     {url}/queuing")
         out.append(f"            {a['job_id']} keeps {a['peak_queued_bytes'] / MIB:.0f} MiB of map output waiting for "
-                   f"{a['held_for']:.0f} s before its reducers fetch it (Q4; from about +20 s)")
+                   f"{a['held_for']:.0f} s before its reducers fetch it (Q4; from about +{a['start'] - start:.0f} s, "
+                   f"held over 3 minutes from about +{a['knowable_at'] - start:.0f} s)")
     if (a := _first(truth, "slow_pull")) is not None:
         out.append(f"Stragglers  {url}/stragglers?task={quote(a['task_id'])}")
         out.append(f"            reducer {a['task_id']}: one shuffle pull from {a['host']} takes {a['period']:.1f} s "
                    f"against {a['mean_before']:.2f} s before it (Q3; about +{a['ts'] - start + 15:.0f} s)")
     if (a := _first(truth, "skewed_mapper")) is not None:
         out.append(f"Jobs        {url}/jobs?job_detail={quote(a['job_id'])}")
-        out.append(f"            straggling mapper {a['task_id']}: {a['period']:.0f} s against "
-                   f"{a['others_mean_period']:.0f} s for the others of {a['job_id']} (Q1, once the job ends)")
+        out.append(f"            straggling mapper {a['task_id']}: {a['duration']:.0f} s against a median of "
+                   f"{a['median']:.0f} s in {a['job_id']} (Q1, once the job ends, about "
+                   f"+{a['job_end'] - start + 15:.0f} s)")
     if (a := _first(truth, "skewed_reducer")) is not None:
-        out.append(f"            straggling reducer {a['task_id']}: {a['period']:.0f} s against "
-                   f"{a['others_mean_period']:.0f} s (Q2, job {a['job_id']})")
+        out.append(f"            straggling reducer {a['task_id']}: {a['duration']:.0f} s against a median of "
+                   f"{a['median']:.0f} s (Q2, job {a['job_id']}, about +{a['job_end'] - start + 15:.0f} s)")
     if (a := _first(truth, "unbalancing_reducer")) is not None:
         back = a.get("rebalanced_at") or a["end"]
         out.append(f"Imbalance   {url}/imbalance?task={quote(a['task_id'])}")

@@ -34,7 +34,8 @@ class SimConfig:
     # -- failures and anomalies ----------------------------------------------------------------------------------------
     map_failure_rate: float = 0.002
     anomalies_per_hour: float = 4.0  #: per anomaly kind
-    imbalance_threshold: float = 1.0  #: the pack's LoadStd threshold, used to size the planted load spikes
+    #: the pack's LoadStd threshold: sizes the planted load spikes; the unbalancing_reducer definition compares with it
+    imbalance_threshold: float = 1.0
     # -- artifacts ----------------------------------------------------------------------------------------------------
     #: "hadoop2": every INFO line of Hadoop 2.6-2.7 reduce logs; "hadoop3": 3.x, where the fetchers' "Assigning",
     #: "assigned" and "for url=..." lines are DEBUG (fewer lines; the collector then learns hosts from "freed by").

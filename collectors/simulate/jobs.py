@@ -5,6 +5,7 @@ would have logged them.  Times are epoch seconds (floats); the writers round the
 from __future__ import annotations
 
 import random
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ class Attempt:
     sort_end: float = 0.0
     shuffle_bytes: int = 0
     pulls: int = 0
+    load_peak: float = 0.0  # the most this attempt alone adds to its host's run queue (reducers)
 
 
 @dataclass(slots=True)
@@ -88,6 +90,9 @@ class Job:
     # -- data sizes --------------------------------------------------------------------------------------------------
     map_out: list[int] = field(default_factory=list)  # raw map output bytes per map
     shares: list[float] = field(default_factory=list)  # per-reducer share of each map's output
+    #: end (ms) and bytes of every fetch, kept only for a job that may hold >= 1 GiB (see ``watch_fetches``)
+    fetch_end: array | None = None
+    fetch_bytes: array | None = None
 
     @property
     def job_id(self) -> str:
@@ -121,6 +126,11 @@ class Job:
         marker to the records and a 4-byte checksum on the wire."""
         decomp = 2 + int(self.map_out[task] * self.shares[reducer])
         return decomp, decomp + 4
+
+    def watch_fetches(self, min_bytes: int) -> None:
+        """Keep this job's fetches if its map output can reach ``min_bytes`` (each partition adds at most 6 bytes)."""
+        if self.reduces and sum(self.map_out) + 6 * self.maps * self.reduces >= min_bytes:
+            self.fetch_end, self.fetch_bytes = array("q"), array("q")
 
     def materialized(self, task: int) -> int:
         """MAP_OUTPUT_MATERIALIZED_BYTES of map ``task``: exactly what the reducers will fetch from it."""

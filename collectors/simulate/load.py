@@ -26,12 +26,26 @@ class LoadRecorder:
             changes.append((start, weight))
             changes.append((end, -weight))
 
-    def ramp(self, node: int, start: float, end: float, peak: float, steps: int = 12, rise: float = 0.8) -> None:
-        """A run queue growing linearly to ``peak`` over the first ``rise`` of [start, end], then held until ``end``."""
+    def ramp(
+        self, node: int, start: float, end: float, peak: float, steps: int = 12, rise: float = 0.8
+    ) -> list[tuple[float, float, float]]:
+        """A run queue growing linearly to ``peak`` over the first ``rise`` of [start, end], then held until ``end``;
+        returns the ``(start, end, weight)`` segments added."""
         top = start + rise * (end - start)
-        for k in range(steps):
-            t0 = start + (top - start) * k / steps
-            self.add(node, t0, end, peak / steps)
+        segments = [(start + (top - start) * k / steps, end, peak / steps) for k in range(steps)]
+        for t0, t1, weight in segments:
+            self.add(node, t0, t1, weight)
+        return segments
+
+    @staticmethod
+    def peak(segments: list[tuple[float, float, float]]) -> float:
+        """The largest run queue that ``(start, end, weight)`` segments (end exclusive) add up to at one moment."""
+        steps = sorted([(t0, w) for t0, t1, w in segments if t1 > t0] + [(t1, -w) for t0, t1, w in segments if t1 > t0])
+        level = top = 0.0
+        for _, delta in steps:  # at equal times the negative (ending) steps sort first
+            level += delta
+            top = max(top, level)
+        return round(top, 9)  # float noise of summed ramp steps
 
     def samples(
         self, hosts: list[str], start: float, end: float, step: float, seed: int

@@ -20,6 +20,8 @@ from typing import Any
 
 from collectors.simulate import shuffle as shuffle_mod
 from collectors.simulate.config import SimConfig
+from collectors.simulate.definitions import SlowPull
+from collectors.simulate.detect import slow_pulls
 from collectors.simulate.jobs import Attempt, Job
 from collectors.simulate.load import LoadRecorder
 
@@ -54,8 +56,8 @@ class Cluster:
         self.events: list[tuple[float, int, int, Any]] = []
         self._seq = 0
         self.now = 0.0
-        self.records: dict[str, list[dict[str, Any]]] = {"slow_pull": [], "unbalancing_reducer": []}
-        self.natural_slow_pulls = 0
+        #: ``slow_pull``: every fetch meeting the definition; ``slow_pull_missed``: a planted one that does not
+        self.records: dict[str, list[dict[str, Any]]] = {"slow_pull": [], "slow_pull_missed": []}
 
     # -- event queue -----------------------------------------------------------------------------------------------
     def push(self, t: float, kind: int, payload: Any) -> None:
@@ -176,9 +178,9 @@ class Cluster:
         skewed = plant.get("kind") == "skewed_mapper" and plant["task"] == task and n == 0
         if skewed:
             normal = duration
-            duration *= plant["factor"]
-            if plant["flavor"] == "slow_node":
-                self.push(att.start + 2.0 * normal + rng.uniform(0.0, 15.0), _SPECULATE, (job, task))
+            duration = normal * plant["factor"] + plant.get("extra", 0.0)
+            if plant["flavor"] == "slow_node":  # the AM gives up on it only after it has run well past its siblings
+                self.push(att.start + normal + plant.get("spec_wait", 150.0), _SPECULATE, (job, task))
         elif not speculative and n == 0 and rng.random() < cfg.map_failure_rate:
             duration *= rng.uniform(0.2, 0.8)
             status = "FAILED"
@@ -253,7 +255,11 @@ class Cluster:
             "slow_pull", "skewed_reducer", "unbalancing_reducer"
         )
         kind = plant.get("kind") if planted else None
-        shuffled = shuffle_mod.schedule(job, att, cfg, rng, slow=kind == "slow_pull")
+        stall = (plant.get("factor", 10.0), plant.get("extra", 30.0)) if kind == "slow_pull" else None
+        shuffled = shuffle_mod.schedule(job, att, cfg, rng, slow=stall)
+        if job.fetch_end is not None:  # a job that may hold >= 1 GiB: its fetches, for the queued-output truth
+            job.fetch_end.extend(p.end_ms for p in shuffled.by_end)
+            job.fetch_bytes.extend(p.length for p in shuffled.by_end)
         att.shuffle_end = max(shuffled.end, att.start + 1.5)
         att.shuffle_bytes = shuffled.total_bytes
         att.pulls = sum(len(c.pulls) for c in shuffled.connections)
@@ -263,24 +269,37 @@ class Cluster:
         reduce_phase = 0.5 + rng.uniform(0.2, 1.0) + total / (cfg.reduce_rate * rng.lognormvariate(0.0, 0.15))
         reduce_phase += output / 80e6
         if kind == "skewed_reducer":
-            reduce_phase = reduce_phase * plant["factor"] + 20.0
+            reduce_phase = reduce_phase * plant["factor"] + plant.get("extra", 120.0)
         elif kind == "unbalancing_reducer":
             reduce_phase = max(reduce_phase, plant["runtime"] - (att.sort_end - att.start))
         end = att.sort_end + reduce_phase
+        # The attempt's own run queue (what _done adds: 0.3 while shuffling, 1.0 reducing) and a runaway's ramp.
+        segments = [(att.start, att.shuffle_end, 0.3), (att.shuffle_end, end, 1.0)]
         if kind == "unbalancing_reducer":
-            self.loads.ramp(att.node, att.start, end, plant["peak"] * _RUNAWAY_WEIGHT, rise=plant.get("rise", 0.8))
-            self.records["unbalancing_reducer"].append(
-                {"job": job, "attempt": att, "start": att.start, "end": end, "peak": plant["peak"]}
+            segments += self.loads.ramp(
+                att.node, att.start, end, plant["peak"] * _RUNAWAY_WEIGHT, rise=plant.get("rise", 0.8)
             )
-        exclude = None
-        if kind == "slow_pull" and shuffled.slow is not None:
-            exclude = shuffled.slow
-            check = shuffle_mod.slow_pull_check(shuffled, att.start, shuffled.slow)
-            self.records["slow_pull"].append({"job": job, "attempt": att, "pull": shuffled.slow, **check})
-        self.natural_slow_pulls += shuffle_mod.natural_slow_pulls(shuffled, att.start, exclude)
+        att.load_peak = self.loads.peak(segments)
+        self._slow_pulls(job, att, shuffled, kind == "slow_pull")
         att.end = end  # provisional, for the writer: the attempt's status is set when its DONE event fires
         self.push(end, _DONE, (job, att, "SUCCEEDED"))
         self.on_reducer(job, att, shuffled)
+
+    def _slow_pulls(self, job: Job, att: Attempt, shuffled: shuffle_mod.Shuffle, planted: bool) -> None:
+        """Record the reducer's fetches that meet the slow_pull definition (and a planted one that does not)."""
+        pulls = shuffled.by_end
+        if not planted and shuffled.longest_ms < SlowPull.MIN_S * 1000:
+            return  # nothing long enough: the common case
+        watch = next((i for i, p in enumerate(pulls) if p is shuffled.slow), None) if planted else None
+        found, watched = slow_pulls([(p.start_ms, p.end_ms) for p in pulls], watch)
+        for check in found:
+            pull = pulls[check.index]
+            self.records["slow_pull"].append(
+                {"job": job, "attempt": att, "pull": pull, "check": check, "planted": check.index == watch}
+            )
+        if planted and (watched is None or not watched.qualifies):
+            reason = watched.reason if watched is not None else "no fetch to stall (fewer than 3 map outputs)"
+            self.records["slow_pull_missed"].append({"job": job, "attempt": att, "reason": reason})
 
     def _finish_job(self, job: Job) -> None:
         job.end = self.now + job.rng.uniform(0.3, 1.5)

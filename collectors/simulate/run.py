@@ -19,6 +19,8 @@ from typing import Any
 from collectors.simulate import anomalies, swim
 from collectors.simulate.amlog_out import AmLogWriter
 from collectors.simulate.config import SimConfig
+from collectors.simulate.definitions import QueuedOutput
+from collectors.simulate.detect import rounds_of
 from collectors.simulate.jhist_out import JhistWriter
 from collectors.simulate.jobs import Attempt, Job
 from collectors.simulate.layout import host_names, ms
@@ -26,7 +28,7 @@ from collectors.simulate.load import LoadRecorder
 from collectors.simulate.model import Cluster
 from collectors.simulate.shuffle import Shuffle
 from collectors.simulate.tasklog_out import ReduceLogWriter
-from collectors.simulate.truth import build, load_std, write_jobs
+from collectors.simulate.truth import build, write_jobs
 
 _USERS = ("etl", "hive", "analytics", "ads", "search", "adhoc")
 _QUEUES = {"etl": "etl", "adhoc": "adhoc"}
@@ -40,11 +42,11 @@ def make_jobs(cfg: SimConfig) -> tuple[list[Job], dict[str, int]]:
         maps = min(cfg.max_maps, max(1, math.ceil(tj.input_bytes / cfg.split_bytes)))
         reduces = 0 if tj.shuffle_bytes <= 0 else min(cfg.max_reduces, max(1, math.ceil(tj.shuffle_bytes /
                                                                                         cfg.reduce_bytes)))
-        sizes.append((tj.submit, maps, reduces))
+        sizes.append((tj.submit, maps, reduces, tj.shuffle_bytes if reduces else 0))
     plants, wanted = anomalies.choose(sizes, cfg, random.Random(f"plants/{cfg.seed}"))
     jobs = [
         new_job(cfg, i, tj, submit, maps, reduces, plants.get(i, {}))
-        for i, (tj, (submit, maps, reduces)) in enumerate(zip(window, sizes, strict=True))
+        for i, (tj, (submit, maps, reduces, _)) in enumerate(zip(window, sizes, strict=True))
     ]
     return jobs, wanted
 
@@ -68,6 +70,7 @@ def new_job(cfg: SimConfig, i: int, tj: swim.TraceJob, submit: float, maps: int,
         job.hold_until = math.inf  # no reducer before the last map has finished (then + the planted delay)
     job.map_ok = [None] * maps
     job.reduce_ok = [None] * reduces
+    job.watch_fetches(QueuedOutput.MIN_BYTES)
     return job
 
 
@@ -126,16 +129,16 @@ def simulate(
     samples = list(loads.samples(hosts, sample_start, window_end, cfg.sample_step, cfg.seed))
     _write_samples(os.path.join(out_dir, "ganglia", "samples.jsonl"), samples, cfg.cluster)
     _ganglia(ganglia, gmond, out_dir, cfg.cluster, samples, warn)
-    truth = build(cfg, jobs, hosts, cluster.records, cluster.natural_slow_pulls, load_std(samples), wanted,
-                  window_end)
+    truth = build(cfg, jobs, hosts, cluster.records, rounds_of(samples, hosts), wanted, window_end)
     truth["files"] = written
     with open(os.path.join(out_dir, "ground_truth.json"), "w", encoding="utf-8") as handle:
         json.dump(truth, handle, indent=1)
         handle.write("\n")
     write_jobs(os.path.join(out_dir, "jobs.jsonl"), jobs, hosts)
-    planted = {k: len(v) for k, v in truth["anomalies"].items()}
+    planted = truth["planted_per_kind"]
+    listed = {k: len(v) for k, v in truth["anomalies"].items()}
     return {
-        "jobs": len(jobs), "files": written, "samples": len(samples), "planted": planted,
+        "jobs": len(jobs), "files": written, "samples": len(samples), "planted": planted, "anomalies": listed,
         "counts": truth["counts"], "seconds": round(time.perf_counter() - started, 2),
     }
 

@@ -3,7 +3,7 @@
 Map completion events reach the reducer's EventFetcher once a second; ``parallel_copies`` fetcher threads each take a
 host with available outputs and pull up to ``max_maps_per_fetch`` of them over one connection, one after the other
 (Hadoop's ShuffleSchedulerImpl/Fetcher).  A pull lasts a fixed overhead plus its length over the reducer's bandwidth;
-the planted slow pull is several times longer (a stalled connection).
+the planted slow pull (a stalled connection) takes ``normal * factor + extra`` seconds.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ class Shuffle:
     total_bytes: int
     slow: Pull | None = None
     by_end: list[Pull] = field(default_factory=list)  # every pull, in the order their Read lines are logged
+    longest_ms: int = 0  #: the longest pull
 
 
 def _ms(t: float) -> int:
@@ -55,8 +56,12 @@ def map_index(job: Job) -> tuple[list[int], dict[int, list[int]]]:
     return cached
 
 
-def schedule(job: Job, att: Attempt, cfg: SimConfig, rng: random.Random, slow: bool = False) -> Shuffle:
-    """The shuffle of reduce attempt ``att`` (all of the job's maps have finished)."""
+def schedule(
+    job: Job, att: Attempt, cfg: SimConfig, rng: random.Random, slow: tuple[float, float] | None = None
+) -> Shuffle:
+    """The shuffle of reduce attempt ``att`` (all of the job's maps have finished); ``slow`` = (factor, extra
+    seconds) stalls one pull: one of a map the reducer learns of in its first 7 minutes, with at least two before it
+    (the third when none is that early)."""
     maps = job.maps
     done = job.map_ok
     ev_start = att.start + rng.uniform(0.9, 1.6)
@@ -68,8 +73,8 @@ def schedule(job: Job, att: Attempt, cfg: SimConfig, rng: random.Random, slow: b
     order, per_node = map_index(job)
     next_of = dict.fromkeys(per_node, 0)  # per node: index of its first map not yet fetched
     slow_map = -1
-    if slow:
-        window = [i for i in range(2, maps) if known[order[i]] - att.start < 420.0]
+    if slow is not None:
+        window = [i for i in range(2, maps) if known[order[i]] - att.start < 420.0] or [2] * (maps > 2)
         if window:
             slow_map = order[window[len(window) // 2]]
     inv_bw = 1000.0 / (cfg.fetch_rate * rng.uniform(0.85, 1.15))  # ms per byte
@@ -84,6 +89,7 @@ def schedule(job: Job, att: Attempt, cfg: SimConfig, rng: random.Random, slow: b
     connections: list[Connection] = []
     total = 0
     slow_pull: Pull | None = None
+    longest = 0
     end = ev_start
     ptr = 0
     random_ = rng.random
@@ -113,8 +119,11 @@ def schedule(job: Job, att: Attempt, cfg: SimConfig, rng: random.Random, slow: b
             length = 6 + int(outputs[m] * share)
             duration = base_ms + spread_ms * random_() + length * inv_bw
             if m == slow_map:
-                duration = duration * rng.uniform(8.0, 12.0) + rng.uniform(400.0, 900.0)
-            stop = cur + (int(duration + 0.5) or 1)
+                duration = duration * slow[0] + slow[1] * 1000.0  # type: ignore[index]
+            took = int(duration + 0.5) or 1
+            if took > longest:
+                longest = took
+            stop = cur + took
             pull = Pull(m, cur, stop, length, node, fetcher)
             if m == slow_map:
                 slow_pull = pull
@@ -130,38 +139,4 @@ def schedule(job: Job, att: Attempt, cfg: SimConfig, rng: random.Random, slow: b
     connections.sort(key=lambda c: (c.start_ms, c.fetcher))
     by_end = [p for c in connections for p in c.pulls]
     by_end.sort(key=lambda p: (p.end_ms, p.fetcher))
-    return Shuffle(_ms(ev_start), connections, end, total, slow_pull, by_end)
-
-
-def slow_pull_check(shuffle: Shuffle, reducer_start: float, pull: Pull) -> dict[str, float | bool]:
-    """Does ``pull`` satisfy Q3 (period > 2 x the mean period of the reducer's pulls that ended before it, within
-    10 minutes of the reducer's start)?  Computed on the millisecond times the logs show."""
-    earlier = [p.end_ms - p.start_ms for p in shuffle.by_end if p.end_ms < pull.end_ms]
-    period = (pull.end_ms - pull.start_ms) / 1000.0
-    mean = (sum(earlier) / len(earlier) / 1000.0) if earlier else 0.0
-    within = pull.end_ms / 1000.0 - reducer_start < 600.0
-    return {
-        "period": period, "mean_before": round(mean, 4), "pulls_before": len(earlier),
-        "qualifies": bool(earlier) and period > 2 * mean and within, "within_10min": within,
-    }
-
-
-def natural_slow_pulls(shuffle: Shuffle, reducer_start: float, exclude: Pull | None) -> int:
-    """How many other pulls of this reducer satisfy the Q3 condition anyway (expected: almost none)."""
-    pulls = shuffle.by_end
-    count = total = n = 0
-    horizon = reducer_start * 1000.0 + 600_000.0
-    i, size = 0, len(pulls)
-    while i < size:
-        j, end = i, pulls[i].end_ms
-        while j < size and pulls[j].end_ms == end:
-            j += 1
-        if n and end < horizon:  # pulls ending in the same millisecond do not precede each other
-            for p in pulls[i:j]:
-                if (p.end_ms - p.start_ms) * n > 2 * total and p is not exclude:
-                    count += 1
-        for p in pulls[i:j]:
-            total += p.end_ms - p.start_ms
-            n += 1
-        i = j
-    return count
+    return Shuffle(_ms(ev_start), connections, end, total, slow_pull, by_end, longest)

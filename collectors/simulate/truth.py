@@ -1,9 +1,10 @@
-"""``ground_truth.json`` and ``jobs.jsonl``: what was planted, how it shows in the artifacts, and every job's ids.
+"""``ground_truth.json`` and ``jobs.jsonl``: every anomaly of the simulated cluster, and every job's ids.
 
-Each planted anomaly is listed with the ids an operator (or a test) would look for and with the figures, computed
-from the millisecond times written to the logs, that say whether the query meant to find it can: e.g. a slow pull's
-period against the mean of the reducer's earlier pulls, or a runaway reducer's cluster load deviation before, during
-and after it.  ``jobs.jsonl`` lists every job with its task attempts, so a round trip can check nothing was lost.
+The truth lists every anomaly by the definitions of ``definitions.py``, planted or not, evaluated (``detect.py``)
+on the simulator's exact values rounded to the milliseconds the logs show -- never on events or on the pack's
+queries.  Each entry says whether the planter chose it (``planted``) and when it became knowable from the logs
+(``knowable_at``); a planted anomaly that misses its definition goes under ``planted_not_anomalous`` with the reason.
+``jobs.jsonl`` lists every job with its task attempts, so a round trip can check nothing was lost.
 """
 
 from __future__ import annotations
@@ -14,13 +15,11 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from collectors.simulate import detect
 from collectors.simulate.config import SimConfig
+from collectors.simulate.definitions import KINDS, QueuedOutput, SkewedMapper, SkewedReducer, UnbalancingReducer, texts
 from collectors.simulate.jobs import Attempt, Job
 from collectors.simulate.layout import ms
-
-
-def _period(att: Attempt) -> float:
-    return (ms(att.end) - ms(att.start)) / 1000.0
 
 
 def job_record(job: Job, hosts: list[str]) -> dict[str, Any]:
@@ -40,42 +39,72 @@ def job_record(job: Job, hosts: list[str]) -> dict[str, Any]:
     }
 
 
-def _skewed_mapper(job: Job) -> dict[str, Any]:
-    task = job.plant["task"]
-    ok = [a for a in job.attempts if a.kind == "m" and a.status == "SUCCEEDED"]
-    others = [_period(a) for a in ok if a.task != task]
-    mine = [a for a in job.attempts if a.kind == "m" and a.task == task]
-    slow = max(mine, key=_period)
-    mean = statistics.fmean(others) if others else 0.0
+def _s(t_ms: float) -> float:
+    return round(t_ms / 1e3, 4)
+
+
+def _skewed(job: Job, kind: str, hosts: list[str], miss: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The job's skewed_mapper / skewed_reducer entry, if any; a planted one that misses goes to ``miss``."""
+    tk, rule = ("m", SkewedMapper) if kind == SkewedMapper.KIND else ("r", SkewedReducer)
+    runs = [detect.Run(a, ms(a.start), ms(a.end), a.status) for a in job.attempts if a.kind == tk]
+    found = detect.skew(runs, rule)
+    plant = job.plant if job.plant.get("kind") == kind else None
+    att: Attempt | None = found.longest.key if found is not None else None
+    entry = None
+    if found is not None and found.qualifies and att is not None:
+        entry = {
+            "job_id": job.job_id, "task_id": job.task_id(tk, att.task),
+            "attempt_id": job.attempt_id(tk, att.task, att.n), "duration": _s(found.duration_ms),
+            "median": _s(found.median_ms), "ratio": round(found.ratio or 0.0, 3),
+            "excess": _s(found.excess_ms), "attempts": found.attempts, "status": att.status, "host": hosts[att.node],
+            "start": _s(ms(att.start)), "end": _s(ms(att.end)), "knowable_at": _s(found.knowable_ms),
+            "job_end": _s(ms(job.end)), "planted": plant is not None and plant["task"] == att.task,
+        }
+    if plant is not None and not (entry and entry["planted"]):
+        if found is None:
+            reason = "no attempt"
+        elif entry is None:
+            reason = found.reason
+        else:
+            reason = f"the longest attempt is {entry['attempt_id']}, not the planted task's"
+        miss.append({"job_id": job.job_id, "task_id": job.task_id(tk, plant["task"]), "reason": reason})
+    return entry
+
+
+def _slow_pull(rec: dict[str, Any], hosts: list[str]) -> dict[str, Any]:
+    job: Job = rec["job"]
+    att: Attempt = rec["attempt"]
+    pull, check = rec["pull"], rec["check"]
+    winner = job.map_ok[pull.map_task]
     return {
-        "job_id": job.job_id, "task_id": job.task_id("m", task), "attempt_id": job.attempt_id("m", task, slow.n),
-        "flavor": job.plant["flavor"], "status": slow.status, "period": _period(slow),
-        "others_mean_period": round(mean, 3), "ratio": round(_period(slow) / mean, 2) if mean else None,
-        "attempts": [job.attempt_id("m", a.task, a.n) for a in mine],
+        "job_id": job.job_id, "task_id": job.task_id("r", att.task),
+        "reducer_attempt": job.attempt_id("r", att.task, att.n), "map_task": job.task_id("m", pull.map_task),
+        "map_attempt": job.attempt_id("m", pull.map_task, winner.n if winner else 0), "host": hosts[pull.node],
+        "start": _s(pull.start_ms), "ts": _s(pull.end_ms), "period": _s(check.duration_ms),
+        "mean_before": _s(check.mean_before_ms), "pulls_before": check.pulls_before, "knowable_at": _s(pull.end_ms),
+        "planted": rec["planted"],
     }
 
 
-def _skewed_reducer(job: Job) -> dict[str, Any]:
-    task = job.plant["task"]
-    reducers = [a for a in job.attempts if a.kind == "r"]
-    mine = next(a for a in reducers if a.task == task)
-    others = [_period(a) for a in reducers if a is not mine]
-    mean = statistics.fmean(others) if others else 0.0
+def _queued(job: Job, end_ms: int, miss: list[dict[str, Any]]) -> dict[str, Any] | None:
+    planted = job.plant.get("kind") == QueuedOutput.KIND
+    if job.fetch_end is None or job.fetch_bytes is None:
+        if planted:
+            miss.append({"job_id": job.job_id, "reason": "its map output cannot reach "
+                                                          f"{QueuedOutput.MIN_BYTES >> 20} MiB"})
+        return None
+    writes = [(ms(a.end), job.materialized(a.task)) for a in job.map_ok if a is not None]
+    found = detect.queued(writes, zip(job.fetch_end, job.fetch_bytes, strict=True), end_ms)
+    if not found.qualifies or found.start_ms is None:
+        if planted:
+            miss.append({"job_id": job.job_id, "reason": found.reason})
+        return None
     return {
-        "job_id": job.job_id, "task_id": job.task_id("r", task), "attempt_id": job.attempt_id("r", task, mine.n),
-        "period": _period(mine), "others_mean_period": round(mean, 3),
-        "ratio": round(_period(mine) / mean, 2) if mean else None,
-    }
-
-
-def _queued(job: Job) -> dict[str, Any]:
-    outputs = sum(job.materialized(t) for t in range(job.maps))
-    first = job.first_reduce_start or 0.0
-    return {
-        "job_id": job.job_id, "launch": ms(job.launch) / 1e3, "maps_done": ms(job.maps_done_at or 0.0) / 1e3,
-        "first_reducer_start": ms(first) / 1e3, "held_for": round(job.plant.get("delay", 0.0), 3),
-        "reducer_delay_after_maps": round(first - (job.maps_done_at or first), 3),
-        "peak_queued_bytes": outputs,
+        "job_id": job.job_id, "start": _s(found.start_ms),
+        "knowable_at": _s(found.start_ms + QueuedOutput.MIN_HOLD_S * 1000), "held_for": _s(found.held_ms),
+        "peak_queued_bytes": found.peak_bytes,
+        "first_reducer_start": _s(ms(job.first_reduce_start)) if job.first_reduce_start is not None else None,
+        "maps_done": _s(ms(job.maps_done_at)) if job.maps_done_at is not None else None, "planted": planted,
     }
 
 
@@ -88,58 +117,59 @@ def load_std(samples: Sequence[tuple[float, str, str, float]]) -> list[tuple[flo
     return [(ts, statistics.pstdev(values)) for ts, values in sorted(rounds.items())]
 
 
-def _unbalancing(record: dict[str, Any], hosts: list[str], std: list[tuple[float, float]], thr: float) -> dict:
-    job: Job = record["job"]
-    att: Attempt = record["attempt"]
-    start, end = ms(att.start) / 1e3, ms(record["end"]) / 1e3
-    before = [v for ts, v in std if ts <= start]
-    during = [v for ts, v in std if start < ts <= end]
-    after = [(ts, v) for ts, v in std if ts > end]
-    std_before = before[-1] if before else None
-    last_before = max((ts for ts, _ in std if ts <= start), default=start)
-    balanced_after = next((ts for ts, v in after if v < thr and ts - last_before < 600.0), None)
+def _unbalancing(job: Job, att: Attempt, hosts: list[str], rounds: Sequence[detect.Round], thr: float,
+                 miss: list[dict[str, Any]]) -> dict[str, Any] | None:
+    plant = job.plant
+    planted = plant.get("kind") == UnbalancingReducer.KIND and plant.get("task") == att.task
+    start, end = ms(att.start), ms(att.end)
+    found = detect.unbalancing(att.load_peak, start, end, att.node, rounds, thr)
+    if not found.qualifies or found.knowable_ms is None:
+        if planted:
+            miss.append({"job_id": job.job_id, "task_id": job.task_id("r", att.task), "reason": found.reason})
+        return None
+    rebalanced = next((r.ts_ms for r in rounds if r.ts_ms > end and r.std <= thr), None)
     return {
-        "job_id": job.job_id, "task_id": job.task_id("r", att.task), "attempt_id": job.attempt_id("r", att.task, att.n),
-        "host": hosts[att.node], "start": start, "end": end, "runtime": round(end - start, 3),
-        "peak_extra_load": round(record["peak"], 2), "threshold": thr,
-        "load_std_before": None if std_before is None else round(std_before, 3),
-        "load_std_max_during": round(max(during), 3) if during else None,
-        "balanced_before": std_before is not None and std_before < thr,
-        "imbalanced_during": any(v > thr for v in during),
-        "rebalanced_at": balanced_after, "within_10min": balanced_after is not None,
+        "job_id": job.job_id, "task_id": job.task_id("r", att.task),
+        "attempt_id": job.attempt_id("r", att.task, att.n), "host": hosts[att.node], "start": _s(start),
+        "end": _s(end), "runtime": _s(end - start),
+        "peak_contribution": round(att.load_peak, 3), "threshold": thr,
+        "load_std_max_during": round(found.max_std or 0.0, 3), "knowable_at": _s(found.knowable_ms),
+        "rebalanced_at": None if rebalanced is None else _s(rebalanced), "planted": planted,
     }
 
 
 def build(
     cfg: SimConfig, jobs: list[Job], hosts: list[str], records: dict[str, list[dict[str, Any]]],
-    natural_slow_pulls: int, std: list[tuple[float, float]], wanted: dict[str, int], window_end: float,
+    rounds: Sequence[detect.Round], wanted: dict[str, int], window_end: float,
 ) -> dict[str, Any]:
-    found: dict[str, list[dict[str, Any]]] = {k: [] for k in wanted}
+    found: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
+    missed: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
+    thr = cfg.imbalance_threshold
+    end_ms = ms(window_end)
     for job in jobs:
-        kind = job.plant.get("kind")
-        if kind == "skewed_mapper":
-            found[kind].append(_skewed_mapper(job))
-        elif kind == "skewed_reducer":
-            found[kind].append(_skewed_reducer(job))
-        elif kind == "queued_output":
-            found[kind].append(_queued(job))
-    for rec in records["slow_pull"]:
-        job, att, pull = rec["job"], rec["attempt"], rec["pull"]
-        winner = job.map_ok[pull.map_task]
-        found["slow_pull"].append({
-            "job_id": job.job_id, "task_id": job.task_id("r", att.task),
-            "reducer_attempt": job.attempt_id("r", att.task, att.n), "map_task": job.task_id("m", pull.map_task),
-            "map_attempt": job.attempt_id("m", pull.map_task, winner.n if winner else 0), "host": hosts[pull.node],
-            "ts": pull.end_ms / 1e3, "period": rec["period"], "mean_before": rec["mean_before"],
-            "pulls_before": rec["pulls_before"], "qualifies": rec["qualifies"], "within_10min": rec["within_10min"],
-        })
-    for rec in records["unbalancing_reducer"]:
-        found["unbalancing_reducer"].append(_unbalancing(rec, hosts, std, cfg.imbalance_threshold))
-    natural_queued = [
-        j.job_id for j in jobs
-        if j.reduces and j.plant.get("kind") != "queued_output" and j.first_reduce_start is not None
-        and j.maps_done_at is not None and j.first_reduce_start - j.maps_done_at > 120.0
+        for kind in (SkewedMapper.KIND, SkewedReducer.KIND):
+            if (entry := _skewed(job, kind, hosts, missed[kind])) is not None:
+                found[kind].append(entry)
+        if job.reduces and (entry := _queued(job, end_ms, missed[QueuedOutput.KIND])) is not None:
+            found[QueuedOutput.KIND].append(entry)
+        for att in job.attempts:
+            runaway = att.load_peak >= UnbalancingReducer.MIN_CONTRIBUTION
+            if att.kind == "r" and (runaway or (job.plant.get("kind") == UnbalancingReducer.KIND
+                                                and job.plant.get("task") == att.task)):
+                entry = _unbalancing(job, att, hosts, rounds, thr, missed[UnbalancingReducer.KIND])
+                if entry is not None:
+                    found[UnbalancingReducer.KIND].append(entry)
+    found["slow_pull"] = [_slow_pull(rec, hosts) for rec in records["slow_pull"]]
+    missed["slow_pull"] = [
+        {"job_id": r["job"].job_id, "task_id": r["job"].task_id("r", r["attempt"].task), "reason": r["reason"]}
+        for r in records["slow_pull_missed"]
     ]
+    by_id = {j.job_id: j for j in jobs}
+    for entries in found.values():
+        for e in entries:  # a non-planted entry in a planted job is usually a side effect of that plant
+            e["job_plant"] = by_id[e["job_id"]].plant.get("kind")
+        entries.sort(key=lambda e: (e["knowable_at"], e["job_id"], e.get("task_id", ""), e.get("ts", 0.0)))
+    planted = {k: sum(1 for j in jobs if j.plant.get("kind") == k) for k in KINDS}
     config = asdict(cfg)
     config.pop("progress", None)
     return {
@@ -152,12 +182,12 @@ def build(
             "reduce_attempts": sum(1 for j in jobs for a in j.attempts if a.kind == "r"),
             "pulls": sum(j.maps * j.reduces for j in jobs),
         },
+        "definitions": texts(thr),
         "wanted_per_kind": wanted,
+        "planted_per_kind": planted,
         "anomalies": found,
-        "natural": {
-            "slow_pulls": natural_slow_pulls, "queued_output_jobs": natural_queued,
-            "note": "not planted: conditions that arose on their own (expected to be rare)",
-        },
+        "natural": {k: sum(1 for e in v if not e["planted"]) for k, v in found.items()},
+        "planted_not_anomalous": missed,
     }
 
 

@@ -28,20 +28,26 @@ def test_the_showcase_is_planted_in_the_first_seconds(planned: tuple[Path, float
     out, start = planned
     truth = json.loads((out / "ground_truth.json").read_text())
     anomalies = truth["anomalies"]
-    assert {k: len(v) for k, v in anomalies.items()} == dict.fromkeys(
+    planted = {k: [a for a in v if a["planted"]] for k, v in anomalies.items()}
+    assert {k: len(v) for k, v in planted.items()} == dict.fromkeys(
         ("skewed_mapper", "skewed_reducer", "slow_pull", "queued_output", "unbalancing_reducer"), 2)
+    assert not any(truth["planted_not_anomalous"].values()), truth["planted_not_anomalous"]
+    print("natural anomalies of the background:", truth["natural"])
+    assert sum(truth["natural"].values()) <= 2
     jobs = {j["job_id"]: j for j in map(json.loads, (out / "jobs.jsonl").read_text().splitlines())}
-    for kind, items in anomalies.items():
+    for kind, items in planted.items():
         assert jobs[items[0]["job_id"]]["submit"] - start < 15, kind  # the first round: within 15 s
         assert 120 <= jobs[items[1]["job_id"]]["submit"] - start < 135, kind  # the next: showcase_every later
-    runaway = anomalies["unbalancing_reducer"][0]
-    assert runaway["balanced_before"] and runaway["imbalanced_during"] and runaway["within_10min"]
+    runaway = planted["unbalancing_reducer"][0]
+    assert runaway["load_std_max_during"] > runaway["threshold"] and runaway["peak_contribution"] >= 8
     assert runaway["rebalanced_at"] - start < 100  # Q5 can complete within the demo's first two minutes
-    assert anomalies["slow_pull"][0]["qualifies"] and anomalies["slow_pull"][0]["ts"] - start < 60
-    assert anomalies["skewed_mapper"][0]["ratio"] > 3
-    queued = anomalies["queued_output"][0]
-    assert queued["held_for"] >= 45 and queued["peak_queued_bytes"] == max(
-        j["map_output_bytes"] for j in jobs.values() if j["submit"] - start < 120)
+    assert planted["slow_pull"][0]["period"] >= 30 and planted["slow_pull"][0]["ts"] - start < 90
+    for kind in ("skewed_mapper", "skewed_reducer"):  # the stragglers are over within about three and a half minutes
+        skew = planted[kind][0]
+        assert skew["ratio"] >= 4 and skew["excess"] >= 120 and skew["job_end"] - start < 210, skew
+    queued = planted["queued_output"][0]
+    assert 180 <= queued["held_for"] < 240 and queued["knowable_at"] - start < 210
+    assert queued["peak_queued_bytes"] == max(j["map_output_bytes"] for j in jobs.values() if j["submit"] - start < 120)
     assert (out / "hadoop").is_dir() and not any((out / "hadoop").iterdir())  # empty until played
 
 
