@@ -1,14 +1,20 @@
-"""Prometheus text exposition on a loopback port, from a thread (no client library: the format is small).
+"""Prometheus metrics of the service: a small registry the service thread updates, exposed with prometheus_client.
 
-Counters and gauges live in one :class:`Registry`; the service updates them on its own thread, the HTTP thread only
-reads under the lock.  ``GET /metrics`` returns text format 0.0.4; ``GET /healthz`` returns ``ok``.
+Why our own registry in front: the service sets some counters to cumulative totals it keeps itself (the shed counts
+of earlier epochs plus the current one) and reads values back (events per second, tests), which prometheus_client's
+Counter does not allow; a custom collector hands the values to prometheus_client, whose exposition format and WSGI
+app serve ``GET /metrics`` (text format 0.0.4; OpenMetrics when asked).  ``GET /healthz`` returns ``ok``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from socketserver import ThreadingMixIn
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -67,29 +73,30 @@ class Registry:
         with self._lock:
             return sum(self._values.get(name, {}).values())
 
-    def render(self) -> str:
-        lines: list[str] = []
-        with self._lock:
-            for name in sorted(self._values):
-                kind, text = HELP.get(name, ("gauge", name))
-                lines.append(f"# HELP {name} {text}")
-                lines.append(f"# TYPE {name} {kind}")
-                for labels, value in sorted(self._values[name].items()):
-                    shown = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
-                    lines.append(f"{name}{{{shown}}} {_number(value)}" if shown else f"{name} {_number(value)}")
-        return "\n".join(lines) + "\n"
 
+class _Collector:
+    """Hands the registry's values to prometheus_client at each scrape."""
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
 
-
-def _number(value: float) -> str:
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(value)
+    def collect(self) -> Iterator[Metric]:
+        reg = self.registry
+        with reg._lock:
+            snapshot = {name: dict(series) for name, series in reg._values.items()}
+        for name in sorted(snapshot):
+            kind, text = HELP.get(name, ("gauge", name))
+            series = snapshot[name]
+            names = sorted({k for labels in series for k, _ in labels})
+            family: Metric
+            if kind == "counter":
+                family = CounterMetricFamily(name, text, labels=names)
+            else:
+                family = GaugeMetricFamily(name, text, labels=names)
+            for labels, value in sorted(series.items()):
+                values = dict(labels)
+                family.add_metric([values.get(n, "") for n in names], value)
+            yield family
 
 
 class MetricsServer:
@@ -98,29 +105,28 @@ class MetricsServer:
     def __init__(self, registry: Registry, port: int = 0, host: str = "127.0.0.1") -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError("the metrics endpoint listens on loopback only")
-        reg = registry
+        prom = CollectorRegistry(auto_describe=False)
+        prom.register(_Collector(registry))
+        metrics_app = make_wsgi_app(prom)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-                if self.path.split("?")[0] == "/metrics":
-                    body = reg.render().encode()
-                    ctype = "text/plain; version=0.0.4; charset=utf-8"
-                elif self.path == "/healthz":
-                    body, ctype = b"ok\n", "text/plain"
-                else:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
+            path = environ.get("PATH_INFO", "")
+            if path == "/healthz":
+                start_response("200 OK", [("Content-Type", "text/plain")])
+                return [b"ok\n"]
+            if path != "/metrics":
+                start_response("404 Not Found", [("Content-Type", "text/plain")])
+                return [b"not found\n"]
+            return metrics_app(environ, start_response)
 
+        class Quiet(WSGIRequestHandler):
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - silence access logs
                 return
 
-        self.server = ThreadingHTTPServer((host, port), Handler)
-        self.server.daemon_threads = True
+        class Server(ThreadingMixIn, WSGIServer):
+            daemon_threads = True
+
+        self.server = make_server(host, port, app, server_class=Server, handler_class=Quiet)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, name="hcep-metrics", daemon=True)
 

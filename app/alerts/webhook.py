@@ -21,12 +21,12 @@ import os
 import random
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+import requests
 
 log = logging.getLogger(__name__)
 
@@ -156,9 +156,9 @@ def post(hook: Webhook, alerts: list[dict[str, Any]], timeout: float = 5.0, ids:
     secret = hook.secret()
     if secret:
         headers[SIGNATURE_HEADER] = sign(body, secret)
-    req = urllib.request.Request(hook.url, data=body, headers=headers, method="POST")
-    with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - http(s) checked in parse_webhooks
-        resp.read()
+    resp = requests.post(hook.url, data=body, headers=headers, timeout=timeout, allow_redirects=False)
+    if not 200 <= resp.status_code < 300:
+        raise OSError(f"HTTP {resp.status_code} {resp.reason or ''}".strip())
 
 
 def backoff(attempts: int, base: float, cap: float) -> float:
@@ -256,7 +256,7 @@ class AlertSender(threading.Thread):
                 ids = [r[0] for r in chunk]
                 try:
                     post(hook, [json.loads(r[1]) for r in chunk], timeout=self.timeout, ids=ids)
-                except (urllib.error.URLError, OSError, ValueError) as err:
+                except (requests.RequestException, OSError, ValueError) as err:
                     attempts = store.attempts(ids)
                     now = time.time()
                     store.mark_failed(ids, str(err), [now + backoff(attempts.get(i, 0) + 1, self.base_delay,
