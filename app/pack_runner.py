@@ -27,7 +27,7 @@ JOB_KEYS = frozenset({"job_id", "task_id", "attempt_id"})
 class PackRunner:
     """All enabled queries of a pack, fed one event at a time; knows each query's output mode and alert."""
 
-    def __init__(self, pack: Any, umax: int, *, shedding: bool = True) -> None:
+    def __init__(self, pack: Any, umax: int, *, shedding: bool = True, lazy_ids: bool = False) -> None:
         from engine.plan.compiler import compile_spec
         from engine.runtime.matcher import PackFeeder, make_matcher
         from engine.shedding import SheddingMatcher, from_pack
@@ -39,6 +39,10 @@ class PackRunner:
         self.by_name = {spec.name: spec for spec in self.specs}
         self.cqs = [compile_spec(q, self.tick) for q in self.specs]
         self.matchers = [make_matcher(cq, umax) for cq in self.cqs]
+        if lazy_ids:  # the records only meet the alert rules (hcep match --alerts): ids built when read
+            for m in self.matchers:
+                if hasattr(m, "lazy_ids"):
+                    m.lazy_ids = True
         self.pairs = list(zip(self.specs, self.matchers, strict=True))
         self.windows = [cq.window for cq in self.cqs]
         self.shedding = from_pack(pack)

@@ -31,7 +31,8 @@ import math
 import operator
 import string
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from contracts.alerts import Alert, rfc3339
@@ -204,9 +205,10 @@ class _Group:
     evidence: dict[str, Any] | None = None
     records: int = 0
     labels: dict[str, str] | None = None  # labels of the firing alert (to resolve exactly it)
+    record: dict[str, Any] | None = field(default=None, repr=False)  # the record behind ``evidence``, until built
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "record"}
 
 
 def _key_text(rule: str, key: tuple) -> str:
@@ -355,11 +357,20 @@ class AlertEngine:
             group.tier = tier
         group.env = env
         group.confidence = float(record.get("confidence", 1.0))
-        match = record.get("match") or {}
-        shown = {v: (list(ids[:EVIDENCE_IDS]) + [f"... {len(ids) - EVIDENCE_IDS} more"] if len(ids) > EVIDENCE_IDS
-                     else list(ids)) for v, ids in match.items()}
-        group.evidence = {"query": record.get("query"), "record_id": record_id(record, rule.output), "match": shown,
-                          "return": record.get("return") or {}, "start": record.get("start"), "end": record.get("end")}
+        group.record = record  # the evidence is built when an alert or a snapshot needs it: most records need none
+        group.evidence = None
+
+    def _evidence(self, rule: _Rule, group: _Group) -> dict[str, Any]:
+        record = group.record
+        if record is not None:
+            match = record.get("match") or {}
+            shown = {v: (list(islice(ids, EVIDENCE_IDS)) + [f"... {len(ids) - EVIDENCE_IDS} more"]
+                         if len(ids) > EVIDENCE_IDS else list(ids)) for v, ids in match.items()}
+            group.evidence = {"query": record.get("query"), "record_id": record_id(record, rule.output),
+                              "match": shown, "return": record.get("return") or {}, "start": record.get("start"),
+                              "end": record.get("end")}
+            group.record = None
+        return group.evidence or {}
 
     # ------------------------------------------------------------------ alert objects
     def _alert(self, rule: _Rule, group: _Group, at: float, ends_at: float | None = None) -> Alert:
@@ -380,7 +391,7 @@ class AlertEngine:
             "summary": format_summary(spec.summary, fmt_env) if spec.summary else _default_summary(spec, env),
             "description": spec.description,
             "confidence": repr(round(group.confidence, 6)),
-            "evidence": json.dumps({**(group.evidence or {}), "records": group.records}, sort_keys=True,
+            "evidence": json.dumps({**self._evidence(rule, group), "records": group.records}, sort_keys=True,
                                    default=str, separators=(",", ":")),
             "active_since": rfc3339(group.since) if math.isfinite(group.since) else "",
         }
@@ -397,6 +408,9 @@ class AlertEngine:
     # ------------------------------------------------------------------ checkpoints
     def snapshot(self) -> dict[str, Any]:
         """Plain data: the stream time and every group's state (deadlines follow from them)."""
+        for (name, _key), g in self.groups.items():
+            if g.record is not None and name in self.rules:
+                self._evidence(self.rules[name], g)
         return {"now": None if self.now == NEG_INF else self.now,
                 "groups": [[name, list(key), g.to_json()] for (name, key), g in self.groups.items()]}
 

@@ -229,7 +229,7 @@ def judge(pack: Any, events: list[Any], max_delta: float = RUN_MAX_DELTA) -> Ite
 
     tick = pack_tick(pack)
     umax = math.ceil(2 * max_delta / tick) + 1
-    runner = PackRunner(pack, umax, shedding=False)
+    runner = PackRunner(pack, umax, shedding=False, lazy_ids=True)
     engine = AlertEngine(pack)
     now = -math.inf
     for ev in sort_events(events):

@@ -35,7 +35,8 @@ class KleeneCell:
 
     # ``ids`` (left unset until the runtime's record builder asks): ``[sorted ids, their sort keys, lo, hi]`` shared
     # along a chain, each new cell inserting its id where it sorts (engine.runtime.matcher._kleene_ids).
-    __slots__ = ("event", "prev", "length", "first", "aggs", "ids")
+    # ``lo``/``hi``: the earliest lower bound and latest upper bound of the binding so far (the record's start/end).
+    __slots__ = ("event", "prev", "length", "first", "aggs", "ids", "lo", "hi")
 
     def __init__(self, event: Event, prev: KleeneCell | None, aggs: tuple) -> None:
         self.event = event
@@ -43,9 +44,14 @@ class KleeneCell:
         if prev is None:
             self.length = 1
             self.first = event
+            self.lo = event.lo
+            self.hi = event.hi
         else:
             self.length = prev.length + 1
             self.first = prev.first
+            lo, hi = event.lo, event.hi
+            self.lo = lo if lo < prev.lo else prev.lo
+            self.hi = hi if hi > prev.hi else prev.hi
         self.aggs = aggs
 
     def events(self) -> list[Event]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from engine.events import Event
@@ -87,6 +87,10 @@ class Matcher:
         self._step = self._step_any if self.any else self._step_next
         self.shed_runs = 0  # runs removed by shed() (engine.shedding); the hot path never reads it
         self.first_type = cq.components[0].type
+        #: Kleene ids of records as :class:`KleeneIds` (built when read) instead of lists: for consumers that read the
+        #: RETURN values and rarely the ids (alert rules), a trailing Kleene's growing prefixes then cost O(1) each
+        #: instead of a copy of the whole prefix.  Such records are not JSON-serialisable as they are.
+        self.lazy_ids = False
 
     # ------------------------------------------------------------------ public
 
@@ -568,10 +572,15 @@ class Matcher:
         match: dict[str, list[str]] = {}
         lo = math.inf
         hi = NEG_INF
+        lazy = self.lazy_ids
         for comp, b in zip(self.comps, r.bind, strict=True):
             if comp.kleene:
-                ids, klo, khi = _kleene_ids(b)
-                match[comp.var] = ids
+                if lazy:
+                    match[comp.var] = KleeneIds(b)  # type: ignore[assignment]
+                    klo, khi = _span(b)
+                else:
+                    ids, klo, khi = _kleene_ids(b)
+                    match[comp.var] = ids
                 if klo < lo:
                     lo = klo
                 if khi > hi:
@@ -590,6 +599,43 @@ class Matcher:
             "end": hi,
             "return": returned,
         }
+
+
+class KleeneIds(Sequence):
+    """The ids of a Kleene binding in SPEC order, built on first use (:attr:`Matcher.lazy_ids`)."""
+
+    __slots__ = ("cell", "_ids")
+
+    def __init__(self, cell: KleeneCell) -> None:
+        self.cell = cell
+        self._ids: list[str] | None = None
+
+    def _list(self) -> list[str]:
+        if self._ids is None:
+            evs = self.cell.events()
+            evs.sort(key=lambda e: (e.tlo, e.thi, e.id))
+            self._ids = [e.id for e in evs]
+        return self._ids
+
+    def __len__(self) -> int:
+        return self.cell.length
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+        return self._list()[i]
+
+    def __iter__(self):  # type: ignore[no-untyped-def, override]
+        return iter(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == (list(other) if isinstance(other, Sequence) else other)
+
+    def __repr__(self) -> str:
+        return f"KleeneIds({self._list()!r})"
+
+
+def _span(cell: KleeneCell) -> tuple[float, float]:
+    """The earliest ``lo`` and latest ``hi`` of a Kleene binding: kept along the chain, so O(1)."""
+    return cell.lo, cell.hi
 
 
 def _kleene_ids(cell: KleeneCell) -> tuple[list[str], float, float]:
