@@ -128,14 +128,20 @@ def transitions_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
 
 def latest(transitions: pd.DataFrame) -> pd.DataFrame:
     """One row per alert group: its latest transition (``state`` firing = open), plus ``transitions`` (how many the
-    group had) and ``first_fired`` (when the group first fired)."""
+    group had), ``first_fired`` (when the group first fired) and ``fired_summary`` (the summary of its latest firing
+    transition: a resolution's own summary speaks of the record that cleared it, e.g. "0.0 GiB ... not fetched")."""
+    extra = {"transitions": pd.Series(dtype="int64"), "first_fired": pd.Series(dtype="float64"),
+             "fired_summary": pd.Series(dtype="object")}
     if transitions.empty:
-        return transitions.assign(transitions=pd.Series(dtype="int64"), first_fired=pd.Series(dtype="float64"))
+        return transitions.assign(**extra)
     counts = transitions.groupby("group")["transition_id"].size()
     first = transitions.groupby("group")["starts_at"].min()
+    fired = transitions[transitions["state"] == "firing"].drop_duplicates("group", keep="last")
+    fired = dict(zip(fired["group"], fired["summary"], strict=True))
     out = transitions.drop_duplicates("group", keep="last").copy()
     out["transitions"] = out["group"].map(counts).astype("int64")
     out["first_fired"] = out["group"].map(first)
+    out["fired_summary"] = [fired.get(g, s) for g, s in zip(out["group"], out["summary"], strict=True)]
     return out.reset_index(drop=True)
 
 

@@ -106,8 +106,13 @@ def load_pack(path: str | Path | None) -> Pack:
             text=str(item.get("query") or ""),
         ))
     settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
-    rules = tuple(r for r in (_rule(item) for item in doc.get("alerts") or []) if r is not None)
-    return Pack(str(doc.get("pack") or Path(path).stem), str(path), tuple(queries), settings, rules)
+    rules = [r for r in (_rule(item) for item in doc.get("alerts") or []) if r is not None]
+    for item in doc.get("queries") or []:  # the older per-query ``alert:`` shorthand: a rule named after the query
+        if isinstance(item, dict) and "name" in item and isinstance(item.get("alert"), dict):
+            rules.append(PackRule(name=str(item["name"]), query=str(item["name"]),
+                                  description=" ".join(str(item.get("description") or "").split()),
+                                  severity=str(item["alert"].get("severity") or "warning")))
+    return Pack(str(doc.get("pack") or Path(path).stem), str(path), tuple(queries), settings, tuple(rules))
 
 
 def _rule(item: Any) -> PackRule | None:

@@ -110,7 +110,7 @@ def test_queuing_shows_the_queued_map_output_per_job() -> None:
     # The HeldMapOutput rule alerted on job 2 (resolved since): listed, and marked in the table.
     assert table.set_index("job_id").loc[OTHER_JOB, "held_alert"]
     assert not table.set_index("job_id").loc[STRAGGLER_JOB, "held_alert"]
-    assert f"`{OTHER_JOB}` -- HeldMapOutput of {OTHER_JOB} (moderate)" in markdown(at)
+    assert f"`{OTHER_JOB}` · HeldMapOutput of {OTHER_JOB} (moderate)" in markdown(at)
     assert not table["incomplete_data"].any() and not at.warning
 
 

@@ -54,7 +54,8 @@ def render(ctx: ui.Context) -> None:
     metrics[0].metric("Open, warning or worse", int((urgent & ~open_all["acked"]).sum()))
     metrics[1].metric("Open, info", int((~urgent & ~open_all["acked"]).sum()))
     metrics[2].metric("Acknowledged", int(open_all["acked"].sum()))
-    metrics[3].metric("Resolved", len(resolved_all))
+    resolved = resolved_all[resolved_all["severity"].isin(chosen)]
+    metrics[3].metric("Resolved", len(resolved), help="resolved alerts of the chosen severities in the window")
 
     shown = open_all[open_all["severity"].isin(chosen)]
     if not show_acked:
@@ -67,7 +68,7 @@ def render(ctx: ui.Context) -> None:
     else:
         open_groups(ctx, shown)
     acknowledge(ctx, shown)
-    history(ctx, resolved_all[resolved_all["severity"].isin(chosen)], since, until)
+    history(ctx, resolved, since, until)
 
 
 def sources(data: Any, manager: pd.DataFrame | None) -> None:
@@ -200,7 +201,7 @@ def history(ctx: ui.Context, resolved: pd.DataFrame, since: float | None, until:
             st.caption("No resolved alerts of the chosen severities in this window.")
         for row in resolved.head(MAX_RESOLVED).to_dict("records"):
             st.markdown(f"{ui.severity_badge(row['severity'], row['tier'])} **{row['alertname']}** · {target(row)} · "
-                        f"{row['summary']} · {ui.when(row['starts_at'])} → {ui.when(row['ends_at'])}")
+                        f"{row['fired_summary']} · {ui.when(row['starts_at'])} → {ui.when(row['ends_at'])}")
         if len(resolved) > MAX_RESOLVED:
             st.caption(f"... and {len(resolved) - MAX_RESOLVED} older ones (see the transitions below).")
     transitions = ctx.data.alert_transitions(since, until, job=ctx.job, host=ctx.host)

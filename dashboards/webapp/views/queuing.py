@@ -28,6 +28,12 @@ def render(ctx: ui.Context) -> None:
                "- fetched by a reducer), at its last DataIO.")
     summary = analysis.queue_summary(curves, alerted=held["job_id"].dropna() if not held.empty else ())
     incomplete = summary[summary["incomplete_data"]]
+    cols = st.columns(4)
+    cols[0].metric("Jobs", len(summary))
+    cols[1].metric("Largest backlog (MiB)", f"{summary['peak_MiB'].max():.1f}")
+    cols[2].metric("Lowest point plotted (MiB)", f"{curves['queued'].min() / (1024 * 1024):.1f}",
+                   help="never below 0: a reducer cannot fetch what was not written")
+    cols[3].metric("Jobs with incomplete data", len(incomplete))
     if not incomplete.empty:
         st.warning(f"Incomplete data for {len(incomplete)} job(s): their running sum fell below zero (more fetched "
                    "than written: the job's start or some of its map output was not seen), so their curves are "
@@ -52,7 +58,7 @@ def held_alerts(ctx: ui.Context, held: pd.DataFrame) -> None:
         return
     for row in held.assign(_o=held["state"] != "firing").sort_values(["_o", "starts_at"]).to_dict("records"):
         state = "open" if row["state"] == "firing" else f"resolved {ui.when(row['ends_at'])}"
-        st.markdown(f"{ui.severity_badge(row['severity'], row['tier'])} `{row['job_id']}` -- {row['summary']} "
+        st.markdown(f"{ui.severity_badge(row['severity'], row['tier'])} `{row['job_id']}` · {row['fired_summary']} "
                     f"(since {ui.when(row['starts_at'])}; {state})")
 
 
