@@ -52,8 +52,9 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("simulated")
     sim, data = root / "sim", root / "data"
     data.mkdir()
-    hcep("simulate", "--nodes", NODES, "--hours", "1", "--seed", SEED, "--ganglia", "none", "--out", sim,
-         "--no-progress")
+    hcep(
+        "simulate", "--nodes", NODES, "--hours", "1", "--seed", SEED, "--ganglia", "none", "--out", sim, "--no-progress"
+    )
     hcep("collect", "hadoop", sim / "hadoop", "--out", root / "hadoop.jsonl", "--no-progress")
     threshold = float(load_pack(PACK).settings.get("imbalance_threshold", 1.0))
     events = [json.loads(line) for line in (root / "hadoop.jsonl").read_text().splitlines() if line.strip()]
@@ -137,8 +138,9 @@ def planted(truth: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [(kind, a) for kind, items in truth["anomalies"].items() for a in items if a.get("planted")]
 
 
-def test_every_planted_anomaly_has_a_warning_on_the_alerts_view(served: str, page: Any, recorded: dict[str, Any],
-                                                                shots: Path) -> None:
+def test_every_planted_anomaly_has_a_warning_on_the_alerts_view(
+    served: str, page: Any, recorded: dict[str, Any], shots: Path
+) -> None:
     from dashboards.pack import load_pack
 
     rule_of = {r.anomaly: r.name for r in load_pack(PACK).rules}
@@ -168,8 +170,9 @@ def test_every_planted_anomaly_has_a_warning_on_the_alerts_view(served: str, pag
     assert len(anomalies) <= shown <= bound
 
 
-def test_the_queuing_view_shows_no_negative_queue(served: str, page: Any, recorded: dict[str, Any],
-                                                  shots: Path) -> None:
+def test_the_queuing_view_shows_no_negative_queue(
+    served: str, page: Any, recorded: dict[str, Any], shots: Path
+) -> None:
     from dashboards import analysis
     from dashboards.config import DashboardConfig
     from dashboards.source import DashboardData
@@ -192,7 +195,9 @@ def test_the_queuing_view_shows_no_negative_queue(served: str, page: Any, record
     data = DashboardData(DashboardConfig(data_dir=recorded["data"], pack=PACK))
     curves = analysis.queue_curves(data.matches("Q4"))
     incomplete = sorted(set(curves.loc[curves["incomplete"], "job_id"]))
-    print(f"\n[queuing] {curves['job_id'].nunique()} jobs, lowest raw sum {curves['raw'].min():.0f} B, "
-          f"incomplete: {incomplete}")
+    print(
+        f"\n[queuing] {curves['job_id'].nunique()} jobs, lowest raw sum {curves['raw'].min():.0f} B, "
+        f"incomplete: {incomplete}"
+    )
     assert (curves["queued"] >= 0).all()
     assert not incomplete, f"jobs with a negative queue in a complete simulated run: {incomplete}"
