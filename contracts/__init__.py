@@ -1,4 +1,5 @@
-"""What crosses rooms: the match record and alert types, their identities, and (later) the store's schema.
+"""What crosses rooms: the match record and alert types, their identities, and a read-only reader of the store
+(``contracts.store.StoreReader``; the writer's schema and migrations stay in ``app.store`` for now).
 
 The engine produces match records (SPEC section 5), ``app`` turns them into alerts and stores both, the dashboard and
 the Spark jobs read them back.  Each of those imports these types from here and nothing of the others' insides, so a

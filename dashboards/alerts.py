@@ -1,9 +1,16 @@
-"""Alerts as the operator sees them: from the service's outbox when there is one, else derived from the match records
-with the pack's alert settings -- plus who acknowledged what.
+"""Alerts as the operator sees them: the transitions the pack's alert rules decided, one alert per rule and group
+(a job, a reducer) with its current state, Alertmanager's view of them, and who acknowledged what.
 
-Why derive: a replayed or batch-matched data dir has match records but no outbox; deriving with the service's own
-identity (``app.checkpoint.record_id``) and summary text (``app.alerts.summary_text``) gives the same alert ids and
-texts, so acknowledgements carry over when the live store later holds the same alerts.
+Why transitions: ``hcep run`` writes each alert *transition* (fired, severity changed, resolved) to its store's
+``alerts`` table and ``hcep match --alerts`` prints the same transitions (SPEC section 8), so the store of the live
+service and a data dir of files read the same way.  An alert is open when the latest transition of its fingerprint
+(its label set, as Alertmanager identifies alerts) is a firing one.  A severity change resolves the old severity's
+alert and fires the new one at the same moment (severity is a label); the view shows a *group* (rule + group labels,
+without severity and tier) once, by its latest transition.  The types and ids come from :mod:`contracts.alerts`,
+never from ``app``: the dashboard reads what the service wrote, it does not judge records itself.
+
+Acknowledgements are keyed by the alert's fingerprint, so an escalated alert (new severity, new fingerprint) asks
+for attention again.
 """
 
 from __future__ import annotations
@@ -20,63 +27,26 @@ from typing import Any
 
 import pandas as pd
 
-from dashboards.pack import Pack
+from contracts.alerts import SEVERITIES, Alert, fingerprint, severity_rank
 
-ALERT_COLUMNS = ["alert_id", "ts", "query", "severity", "summary", "job_id", "task_id", "host", "confidence",
-                 "status", "match_id", "source"]
+ALERT_COLUMNS = [
+    "alert_id", "group", "alertname", "severity", "tier", "query", "anomaly", "job_id", "task_id", "host", "summary",
+    "description", "confidence", "value", "starts_at", "ends_at", "ts", "state", "record_id", "evidence", "labels",
+    "delivery", "source", "seq", "transition_id",
+]  # fmt: skip
 ACK_COLUMNS = ["acked", "acked_by", "acked_at", "ack_note"]
-SEVERITY_ORDER = {"critical": 0, "error": 1, "warning": 2, "info": 3}
+#: Display order of severities, most severe first.
+SEVERITY_ORDER = {s: i for i, s in enumerate(reversed(SEVERITIES))}
+#: Severities an operator is paged for: warning or worse (Alertmanager's convention).
+URGENT = frozenset(s for s in SEVERITIES if severity_rank(s) >= severity_rank("warning"))
+#: Labels that grade an alert rather than name it: a group is its labels without these.
+GRADING_LABELS = ("severity", "tier")
 
 
-def alert_id(record: Mapping[str, Any], output: str) -> str:
-    """The service's idempotency key of the alert raised by ``record``."""
-    from app.checkpoint import record_id
-
-    return record_id(dict(record), output)
-
-
-def summary(template: str | None, record: Mapping[str, Any]) -> str:
-    from app.alerts import summary_text
-
-    return summary_text(template, dict(record))
-
-
-def derive(matches: pd.DataFrame, pack: Pack) -> pd.DataFrame:
-    """One alert per match of a query whose pack entry has ``alert:`` (``distinct`` output: one per RETURN value)."""
-    rows: list[dict[str, Any]] = []
-    for m in matches.to_dict("records"):
-        spec = pack.query(m["query"])
-        if spec is None or spec.severity is None:
-            continue
-        record = {"query": m["query"], "match": m["match"], "return": m["return"], "confidence": m["confidence"],
-                  "start": m["start"], "end": m["end"]}
-        rows.append({
-            "alert_id": alert_id(record, spec.output), "ts": m["end"], "query": m["query"],
-            "severity": spec.severity, "summary": summary(spec.summary, record), "job_id": m["job_id"],
-            "task_id": m["task_id"], "host": m["host"], "confidence": m["confidence"], "status": "derived",
-            "match_id": m["id"], "source": m["source"],
-        })
-    return alerts_frame(rows)
-
-
-def from_outbox(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Rows of the store's ``alerts`` table (``alert`` = an Alertmanager alert object) -> alert rows."""
-    out = []
-    for row in rows:
-        try:
-            obj = json.loads(row.get("alert") or "{}")
-        except ValueError:
-            obj = {}
-        labels, notes = obj.get("labels") or {}, obj.get("annotations") or {}
-        ts = _number(notes.get("event_end"))
-        out.append({
-            "alert_id": row.get("id"), "ts": ts if ts is not None else _number(row.get("created_at")),
-            "query": row.get("query") or labels.get("query"), "severity": row.get("severity") or labels.get("severity"),
-            "summary": notes.get("summary", ""), "job_id": labels.get("job_id"), "task_id": labels.get("task_id"),
-            "host": labels.get("host"), "confidence": _number(notes.get("confidence")),
-            "status": row.get("status") or "", "match_id": None, "source": "store",
-        })
-    return alerts_frame(out)
+def group_of(labels: Mapping[str, str]) -> str:
+    """The alert's group: its rule and group labels without the grading ones (``MapperSkew{job_id="j1",...}``)."""
+    named = sorted((k, v) for k, v in labels.items() if k not in GRADING_LABELS and k != "alertname")
+    return labels.get("alertname", "") + "{" + ",".join(f'{k}="{v}"' for k, v in named) + "}"
 
 
 def _number(value: Any) -> float | None:
@@ -87,31 +57,149 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def alerts_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def _evidence(text: Any) -> dict[str, Any]:
+    if isinstance(text, dict):
+        return text
+    try:
+        value = json.loads(str(text or ""))
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def is_alert(obj: Any) -> bool:
+    """Is this parsed JSON line an alert object (``hcep match --alerts`` output or a webhook entry)?"""
+    return isinstance(obj, dict) and isinstance(obj.get("labels"), dict) and "startsAt" in obj and "type" not in obj
+
+
+def row_of(alert: Alert, source: str, seq: int, delivery: str = "", transition: str | None = None) -> dict[str, Any]:
+    """One transition as a flat row of :data:`ALERT_COLUMNS`."""
+    labels, notes = alert.labels, alert.annotations
+    evidence = _evidence(notes.get("evidence"))
+    return {
+        "alert_id": alert.fingerprint,
+        "group": group_of(labels),
+        "alertname": labels.get("alertname", ""),
+        "severity": labels.get("severity", ""),
+        "tier": labels.get("tier"),
+        "query": labels.get("query") or evidence.get("query"),
+        "anomaly": labels.get("anomaly"),
+        "job_id": labels.get("job_id"),
+        "task_id": labels.get("task_id"),
+        "host": labels.get("host"),
+        "summary": notes.get("summary", ""),
+        "description": " ".join(notes.get("description", "").split()),
+        "confidence": _number(notes.get("confidence")),
+        "value": _number(notes.get("value")),
+        "starts_at": alert.starts_at,
+        "ends_at": alert.ends_at,
+        "ts": alert.ends_at if alert.ends_at is not None else alert.starts_at,
+        "state": alert.status,
+        "record_id": evidence.get("record_id"),
+        "evidence": evidence,
+        "labels": dict(labels),
+        "delivery": delivery,
+        "source": source,
+        "seq": seq,
+        "transition_id": transition or alert.transition_id,
+    }
+
+
+def row_of_json(obj: Mapping[str, Any], source: str, seq: int, delivery: str = "") -> dict[str, Any] | None:
+    """An alert object as sent (Alertmanager v2 ``to_json`` or a v4 webhook entry) -> a row; None if it is not one."""
+    try:
+        alert = Alert.from_json(dict(obj))
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return row_of(alert, source, seq, delivery) if alert.labels.get("alertname") else None
+
+
+def transitions_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Transition rows -> a frame of :data:`ALERT_COLUMNS`, in the order they were decided."""
     frame = pd.DataFrame(list(rows), columns=ALERT_COLUMNS)
-    frame["ts"] = pd.to_numeric(frame["ts"], errors="coerce")
-    frame["confidence"] = pd.to_numeric(frame["confidence"], errors="coerce")
-    return frame
+    for col in ("confidence", "value", "starts_at", "ends_at", "ts"):
+        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    frame["seq"] = pd.to_numeric(frame["seq"], errors="coerce").fillna(0).astype("int64")
+    if frame.empty:
+        return frame
+    frame = frame.drop_duplicates("transition_id", keep="first")  # the same transition from two sources
+    return frame.sort_values(["ts", "seq"], kind="stable").reset_index(drop=True)
 
 
-def merge(outbox: pd.DataFrame, derived: pd.DataFrame) -> pd.DataFrame:
-    """The outbox wins for an id both have (it knows the delivery status); derived rows fill in its match links."""
-    if outbox.empty:
-        return derived.sort_values("ts", kind="stable").reset_index(drop=True)
-    links = derived.set_index("alert_id")
-    out = outbox.copy()
-    for col in ("job_id", "task_id", "host", "match_id", "confidence"):
-        known = out["alert_id"].map(links[col]) if not links.empty else None
-        if known is not None:
-            out[col] = out[col].where(out[col].notna(), known)
-    extra = derived[~derived["alert_id"].isin(out["alert_id"])]
-    frames = [f for f in (out, extra) if not f.empty]
-    merged = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    return merged.sort_values("ts", kind="stable").reset_index(drop=True)
+def latest(transitions: pd.DataFrame) -> pd.DataFrame:
+    """One row per alert group: its latest transition (``state`` firing = open), plus ``transitions`` (how many the
+    group had), ``first_fired`` (when the group first fired) and ``fired_summary`` (the summary of its latest firing
+    transition: a resolution's own summary speaks of the record that cleared it, e.g. "0.0 GiB ... not fetched")."""
+    extra = {"transitions": pd.Series(dtype="int64"), "first_fired": pd.Series(dtype="float64"),
+             "fired_summary": pd.Series(dtype="object")}
+    if transitions.empty:
+        return transitions.assign(**extra)
+    counts = transitions.groupby("group")["transition_id"].size()
+    first = transitions.groupby("group")["starts_at"].min()
+    fired = transitions[transitions["state"] == "firing"].drop_duplicates("group", keep="last")
+    fired = dict(zip(fired["group"], fired["summary"], strict=True))
+    out = transitions.drop_duplicates("group", keep="last").copy()
+    out["transitions"] = out["group"].map(counts).astype("int64")
+    out["first_fired"] = out["group"].map(first)
+    out["fired_summary"] = [fired.get(g, s) for g, s in zip(out["group"], out["summary"], strict=True)]
+    return out.reset_index(drop=True)
+
+
+def sort_for_display(alerts: pd.DataFrame) -> pd.DataFrame:
+    """Most severe first, then by job and reducer, then oldest first."""
+    if alerts.empty:
+        return alerts
+    rank = alerts["severity"].map(lambda s: -severity_rank(str(s)))
+    return (
+        alerts.assign(_r=rank, _j=alerts["job_id"].fillna(""), _t=alerts["task_id"].fillna(""))
+        .sort_values(["_r", "_j", "_t", "starts_at"], kind="stable")
+        .drop(columns=["_r", "_j", "_t"])
+        .reset_index(drop=True)
+    )
+
+
+def with_alertmanager(alerts: pd.DataFrame, manager: pd.DataFrame | None) -> pd.DataFrame:
+    """Add ``am_state`` (``active``, ``silenced``, ``inhibited``, ``unprocessed``, or ``not in Alertmanager``) to each
+    alert, matched by label set (Alertmanager's own fingerprint is another hash of the same labels)."""
+    out = alerts.copy()
+    if manager is None:
+        out["am_state"] = None
+        return out
+    states = {fingerprint(dict(labels)): am_state(row) for labels, row in
+              zip(manager["labels"], manager.to_dict("records"), strict=True)} if not manager.empty else {}
+    out["am_state"] = out["alert_id"].map(lambda fp: states.get(fp, "not in Alertmanager"))
+    return out
+
+
+def am_state(row: Mapping[str, Any]) -> str:
+    """One word for an Alertmanager alert's status: silenced / inhibited are what ``suppressed`` means."""
+    if row.get("silenced_by"):
+        return "silenced"
+    if row.get("inhibited_by"):
+        return "inhibited"
+    return str(row.get("state") or "unprocessed")
+
+
+def only_in_alertmanager(alerts: pd.DataFrame, manager: pd.DataFrame | None) -> pd.DataFrame:
+    """Alertmanager's open alerts that no transition here knows of (another source feeds it, or the store is not
+    given): as alert rows of source ``alertmanager``."""
+    if manager is None or manager.empty:
+        return transitions_frame([])
+    known = set(alerts["alert_id"]) if not alerts.empty else set()
+    rows = []
+    for i, row in enumerate(manager.to_dict("records")):
+        labels = dict(row["labels"])
+        if fingerprint(labels) in known:
+            continue
+        notes = {"summary": row.get("summary") or "", "evidence": json.dumps(row.get("evidence") or {}),
+                 "confidence": "" if row.get("confidence") is None else str(row["confidence"])}
+        alert = Alert(labels, notes, float(row.get("startsAt") or 0.0))
+        rows.append(row_of(alert, "alertmanager", i))
+    return transitions_frame(rows)
 
 
 class AckBook:
-    """Acknowledgements in a small JSON file ``{alert_id: {by, at, note}}``; writes are atomic (temp file, rename).
+    """Acknowledgements in a small JSON file ``{fingerprint: {by, at, note}}``; writes are atomic (temp file, rename).
 
     Why a sidecar: the store belongs to ``hcep run`` and the dashboard opens it read-only.
     """

@@ -6,6 +6,8 @@ The Hadoop pack's RETURN names (SPEC section 7) are the contract: Q1/Q2 ``job_id
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pandas as pd
 
 TASK_TYPES = ("Mapper", "Reducer")
@@ -98,35 +100,50 @@ def stragglers(q3: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
 
 
 def queue_curves(q4: pd.DataFrame) -> pd.DataFrame:
-    """Per job, (time, queued bytes) points: 0 at job start, then each Q4 prefix's running sum at its last DataIO."""
-    cols = ["job_id", "ts", "queued"]
+    """Per job, (time, queued bytes) points: 0 at job start, then each Q4 prefix's running sum at its last DataIO.
+
+    A reducer cannot fetch what was not written, so Q4's ``queued`` is never negative on complete data (SPEC sections
+    3-4: same-tick DataIO events are all summed).  A negative sum means the job's data is incomplete (its JobStart
+    or some of its writes were missed, e.g. the collector started late): the point is clamped at 0 -- never plotted
+    below nothing -- and ``incomplete`` marks it, with the raw sum kept in ``raw``."""
+    cols = ["job_id", "ts", "queued", "raw", "incomplete"]
     if q4.empty:
         return pd.DataFrame(columns=cols)
+    raw = pd.to_numeric(q4.get("r_queued"), errors="coerce")
     points = pd.DataFrame({"job_id": q4["job_id"], "ts": pd.to_numeric(q4.get("r_last"), errors="coerce"),
-                           "queued": pd.to_numeric(q4.get("r_queued"), errors="coerce")})
+                           "raw": raw})
     starts = pd.DataFrame({"job_id": q4["job_id"], "ts": pd.to_numeric(q4.get("r_start"), errors="coerce"),
-                           "queued": 0.0}).drop_duplicates("job_id")
-    curves = pd.concat([starts, points], ignore_index=True).dropna(subset=["ts", "queued"])
+                           "raw": 0.0}).drop_duplicates("job_id")
+    curves = pd.concat([starts, points], ignore_index=True).dropna(subset=["ts", "raw"])
     curves = curves.drop_duplicates(["job_id", "ts"], keep="last")
-    return curves.sort_values(["job_id", "ts"], kind="stable").reset_index(drop=True)
+    curves["incomplete"] = curves["raw"] < 0
+    curves["queued"] = curves["raw"].clip(lower=0.0)
+    return curves[cols].sort_values(["job_id", "ts"], kind="stable").reset_index(drop=True)
 
 
-def queue_summary(curves: pd.DataFrame) -> pd.DataFrame:
-    """Per job: the peak of queued map output and what was still queued at the last point."""
+def queue_summary(curves: pd.DataFrame, alerted: Iterable[str] = ()) -> pd.DataFrame:
+    """Per job: the peak of queued map output, what was still queued at the last point, whether its data is
+    incomplete (a negative running sum, clamped) and whether the HeldMapOutput rule alerted on it (``alerted``)."""
+    cols = ["job_id", "peak_MiB", "now_MiB", "points", "incomplete_data", "held_alert"]
     if curves.empty:
-        return pd.DataFrame(columns=["job_id", "peak_MiB", "now_MiB", "points"])
+        return pd.DataFrame(columns=cols)
     mib = 1024 * 1024
     grouped = curves.groupby("job_id")
-    return pd.DataFrame({
+    held = set(alerted)
+    out = pd.DataFrame({
         "peak_MiB": (grouped["queued"].max() / mib).round(1),
         "now_MiB": (grouped["queued"].last() / mib).round(1),
         "points": grouped.size(),
-    }).reset_index().sort_values("peak_MiB", ascending=False, kind="stable").reset_index(drop=True)
+        "incomplete_data": grouped["incomplete"].any().astype(bool),
+    }).reset_index()
+    out["held_alert"] = out["job_id"].isin(held)
+    return out[cols].sort_values("peak_MiB", ascending=False, kind="stable").reset_index(drop=True)
 
 
 def imbalance_reducers(q56: pd.DataFrame) -> pd.DataFrame:
-    """Reducers flagged by Q5 (ran through balance -> imbalance -> balance) or Q6 (load std-dev kept rising), with
-    the confidence that the imprecise Ganglia times allow."""
+    """Reducers flagged by Q5 (ran through balance -> imbalance -> balance), Q6 (load std-dev kept rising) or Q7 (its
+    own host became the outlier of an imbalanced cluster), with the confidence that the imprecise Ganglia times
+    allow."""
     cols = ["task_id", "job_id", "host", "query", "confidence", "start", "end", "id"]
     if q56.empty:
         return pd.DataFrame(columns=cols)

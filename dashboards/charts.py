@@ -46,14 +46,15 @@ def load_chart(load: pd.DataFrame, alerts: pd.DataFrame | None = None, threshold
             strokeDash=[6, 4], color="#636363").encode(y="threshold:Q"))
     if alerts is not None and not alerts.empty and not std.empty:
         lo, hi = load["ts"].min(), load["ts"].max()
-        # Info alerts (Q1, Q2, Q4: one per job or per DataIO) would hide the few that need a look.
-        urgent = alerts[alerts["severity"] != "info"]
-        shown = _time(urgent[(urgent["ts"] >= lo) & (urgent["ts"] <= hi)], "ts")
+        # Info alerts are for the record; the rules mark only what needs a look.
+        urgent = alerts[alerts["severity"].isin(["warning", "critical", "error"])]
+        urgent = urgent[(urgent["starts_at"] >= lo) & (urgent["starts_at"] <= hi)]
+        shown = _time(urgent[["alertname", "severity", "summary", "starts_at"]], "starts_at")
         if not shown.empty:
             layers.append(alt.Chart(shown).mark_rule(strokeWidth=2, opacity=0.7).encode(
                 x="time:T",
                 color=alt.Color("severity:N", scale=SEVERITY_COLORS, title="alert"),
-                tooltip=["query:N", "severity:N", "summary:N", alt.Tooltip("time:T", format="%H:%M:%S")],
+                tooltip=["alertname:N", "severity:N", "summary:N", alt.Tooltip("time:T", format="%H:%M:%S")],
             ))
     return alt.layer(*layers).resolve_scale(color="independent").properties(height=HEIGHT)
 
@@ -99,14 +100,18 @@ def pulls_chart(pulls: pd.DataFrame, slow_ids: list[str]) -> alt.Chart:
 
 
 def queue_chart(curves: pd.DataFrame) -> alt.Chart:
-    """Map output written but not yet fetched, per job, over time (Q4's running sum of DataIO sizes)."""
-    frame = _time(curves, "ts")
-    frame["MiB"] = frame["queued"] / (1024 * 1024)
+    """Map output written but not yet fetched, per job, over time (Q4's running sum of DataIO sizes, never below 0:
+    :func:`dashboards.analysis.queue_curves` clamps, and marks the job's points ``incomplete``)."""
+    frame = _time(curves[[c for c in ("job_id", "ts", "queued", "incomplete") if c in curves.columns]], "ts")
+    frame["MiB"] = frame["queued"].clip(lower=0) / (1024 * 1024)
+    tooltip = ["job_id:N", alt.Tooltip("MiB:Q", format=".1f"), alt.Tooltip("time:T", format="%H:%M:%S")]
+    if "incomplete" in frame.columns:
+        tooltip.append(alt.Tooltip("incomplete:N", title="incomplete data"))
     return alt.Chart(frame).mark_line(interpolate="step-after", point=True).encode(
         x=alt.X("time:T", title="time (UTC)"),
         y=alt.Y("MiB:Q", title="queued map output (MiB)"),
         color=alt.Color("job_id:N", title="job"),
-        tooltip=["job_id:N", alt.Tooltip("MiB:Q", format=".1f"), alt.Tooltip("time:T", format="%H:%M:%S")],
+        tooltip=tooltip,
     ).properties(height=HEIGHT)
 
 

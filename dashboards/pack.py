@@ -1,7 +1,9 @@
-"""The query pack as plain data: names, descriptions, strategies and alert settings (SPEC section 6).
+"""The query pack as plain data: its queries (names, descriptions, strategies, outputs) and its alert rules (SPEC
+sections 6 and 8).
 
-Why read the YAML here instead of asking the engine: the dashboard shows a pack and formats its alert summaries; it
-never compiles a query, so it needs neither lark nor the engine.
+Why read the YAML here instead of asking the engine: the dashboard only shows a pack -- which rules judge which query,
+with what tiers and grouping -- it never compiles a query or judges a record (the service did, and the dashboard
+reads its alerts), so it needs neither lark nor the engine.
 """
 
 from __future__ import annotations
@@ -24,9 +26,23 @@ class PackQuery:
     output: str = DEFAULT_OUTPUT
     confidence: float = 0.0
     enabled: bool = True
-    severity: str | None = None  # None: the query raises no alert
-    summary: str | None = None
     text: str = ""
+
+
+@dataclass(frozen=True)
+class PackRule:
+    """One alert rule (``alerts:`` of the pack): which query it judges, how it grades and groups."""
+
+    name: str
+    query: str
+    description: str = ""
+    group_by: tuple[str, ...] = ()
+    value: str = ""
+    tiers: dict[str, float] = field(default_factory=dict)
+    severity: str = ""  # the fixed severity of a rule without tiers
+    when: str = ""
+    hold: str = ""  # the ``for:`` hold time, as written
+    anomaly: str = ""
 
 
 @dataclass(frozen=True)
@@ -35,14 +51,32 @@ class Pack:
     path: str = ""
     queries: tuple[PackQuery, ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)
+    rules: tuple[PackRule, ...] = ()
 
     def query(self, name: str) -> PackQuery | None:
         return next((q for q in self.queries if q.name == name), None)
 
+    def rule(self, name: str) -> PackRule | None:
+        return next((r for r in self.rules if r.name == name), None)
+
+    def rules_of(self, query: str) -> list[PackRule]:
+        return [r for r in self.rules if r.query == query]
+
+    def output_of(self, query: str) -> str:
+        spec = self.query(query)
+        return spec.output if spec is not None else DEFAULT_OUTPUT
+
     def frame(self) -> pd.DataFrame:
-        cols = ["query", "description", "strategy", "output", "confidence", "severity", "enabled"]
-        rows = [[q.name, q.description, q.strategy, q.output, q.confidence, q.severity or "", q.enabled]
-                for q in self.queries]
+        cols = ["query", "description", "strategy", "output", "confidence", "rules", "enabled"]
+        rows = [[q.name, q.description, q.strategy, q.output, q.confidence,
+                 ", ".join(r.name for r in self.rules_of(q.name)), q.enabled] for q in self.queries]
+        return pd.DataFrame(rows, columns=cols)
+
+    def rules_frame(self) -> pd.DataFrame:
+        cols = ["rule", "query", "group_by", "value", "tiers", "when", "for", "anomaly", "description"]
+        rows = [[r.name, r.query, ", ".join(r.group_by), r.value,
+                 ", ".join(f"{t} >= {v:g}" for t, v in r.tiers.items()) or r.severity, r.when, r.hold, r.anomaly,
+                 r.description] for r in self.rules]
         return pd.DataFrame(rows, columns=cols)
 
 
@@ -62,7 +96,6 @@ def load_pack(path: str | Path | None) -> Pack:
     for item in doc.get("queries") or []:
         if not isinstance(item, dict) or "name" not in item:
             continue
-        alert = item.get("alert") if isinstance(item.get("alert"), dict) else None
         queries.append(PackQuery(
             name=str(item["name"]),
             description=" ".join(str(item.get("description") or "").split()),
@@ -70,9 +103,39 @@ def load_pack(path: str | Path | None) -> Pack:
             output=str(item.get("output") or DEFAULT_OUTPUT),
             confidence=float(item.get("confidence") or 0.0),
             enabled=bool(item.get("enabled", True)),
-            severity=str(alert.get("severity", "warning")) if alert else None,
-            summary=str(alert["summary"]) if alert and alert.get("summary") else None,
             text=str(item.get("query") or ""),
         ))
     settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
-    return Pack(str(doc.get("pack") or Path(path).stem), str(path), tuple(queries), settings)
+    rules = [r for r in (_rule(item) for item in doc.get("alerts") or []) if r is not None]
+    for item in doc.get("queries") or []:  # the older per-query ``alert:`` shorthand: a rule named after the query
+        if isinstance(item, dict) and "name" in item and isinstance(item.get("alert"), dict):
+            rules.append(PackRule(name=str(item["name"]), query=str(item["name"]),
+                                  description=" ".join(str(item.get("description") or "").split()),
+                                  severity=str(item["alert"].get("severity") or "warning")))
+    return Pack(str(doc.get("pack") or Path(path).stem), str(path), tuple(queries), settings, tuple(rules))
+
+
+def _rule(item: Any) -> PackRule | None:
+    if not isinstance(item, dict) or "name" not in item or "query" not in item:
+        return None
+    tiers: dict[str, float] = {}
+    if isinstance(item.get("tiers"), dict):
+        for tier, threshold in item["tiers"].items():
+            try:
+                tiers[str(tier)] = float(threshold)
+            except (TypeError, ValueError):
+                continue
+    group = item.get("group_by") or []
+    labels = item.get("labels") if isinstance(item.get("labels"), dict) else {}
+    return PackRule(
+        name=str(item["name"]),
+        query=str(item["query"]),
+        description=" ".join(str(item.get("description") or "").split()),
+        group_by=tuple(str(g) for g in (group if isinstance(group, list) else [group])),
+        value=str(item.get("value") or ""),
+        tiers=tiers,
+        severity=str(item.get("severity") or ""),
+        when=" ".join(str(item.get("when") or "").split()),
+        hold=str(item.get("for") or ""),
+        anomaly=str(labels.get("anomaly") or ""),
+    )

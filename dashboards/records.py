@@ -6,14 +6,14 @@ means a new backend only has to hand over plain records.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
+
+from contracts.records import record_id as contract_record_id
 
 MATCH_COLUMNS = ["id", "query", "confidence", "start", "end", "job_id", "task_id", "host", "hosts", "events",
                  "match", "return", "source"]
@@ -25,17 +25,10 @@ _TASK_RE = re.compile(r"^(?:task|attempt)_(\w+?)_(\d+)_[mr]_\d+")
 _JOB_RE = re.compile(r"^job_\w+?_\d+$")
 
 
-def record_id(record: Mapping[str, Any]) -> str:
-    """The identity of a match record: the query and its signature (``app.checkpoint.record_id``, output ``all``)."""
-    try:
-        from app.checkpoint import record_id as service_id
-
-        return service_id(dict(record))
-    except ImportError:  # pragma: no cover - the dashboard installed without the service
-        match = record.get("match", {})
-        body = [record["query"], "match", {var: sorted(ids) for var, ids in match.items()}]
-        text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(text.encode()).hexdigest()
+def record_id(record: Mapping[str, Any], output: str = "all") -> str:
+    """The identity of a match record (:func:`contracts.records.record_id`, the service's own): the query and its
+    signature, or its RETURN value for ``distinct`` output."""
+    return contract_record_id(dict(record), output)
 
 
 def job_of(task_or_job: Any) -> str | None:
@@ -152,9 +145,10 @@ def enrich(matches: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
         if not _present(job):
             job = _shared(bound, "job_id") or job_of(task)
         seen = [e["host"] for e in bound if _present(e.get("host"))]
-        if not _present(host) and _present(task):
-            # A task's match: the host of its first event that names the task (Q3: the reducer, not a pull's source).
-            host = next((e["host"] for e in bound if e.get("task_id") == task and _present(e.get("host"))), None)
+        if _present(task):
+            # A task's match: the host of its first event that names the task (Q3: the reducer, not the host a pull
+            # came from, which Q3's RETURN calls ``host``); the RETURN's host when no bound event names the task.
+            host = next((e["host"] for e in bound if e.get("task_id") == task and _present(e.get("host"))), host)
         jobs.append(job)
         tasks.append(task)
         hosts.append(host)

@@ -2,7 +2,10 @@
 
 Why one interface: the pages must not care whether a match came from the live store of ``hcep run``, a directory of
 ``hcep match`` output or the Parquet archive; here they are merged (one row per match id), joined to their events
-(job, task, hosts), filtered by time, job and host, and cached until a backend's data changes.
+(job, task, hosts), filtered by time, job and host, and cached until a backend's data changes.  Alerts are the
+transitions the service's alert rules decided (the store's ``alerts`` table, or ``hcep match --alerts`` files), read
+as they were written; Alertmanager's live state of them is read on demand (:meth:`DashboardData.alertmanager`).
+Nothing here imports ``app``: types and ids come from :mod:`contracts`.
 """
 
 from __future__ import annotations
@@ -36,19 +39,23 @@ class Snapshot:
 
     matches: pd.DataFrame
     events: pd.DataFrame
-    alerts: pd.DataFrame  # without the acknowledgement columns (they change without a new version)
+    transitions: pd.DataFrame  # every alert transition (dashboards.alerts.ALERT_COLUMNS + hosts), oldest first
+    alerts: pd.DataFrame  # one row per alert group, its latest transition; without the acknowledgement columns
     stats: pd.DataFrame
     deadletter: int
 
     @property
     def newest(self) -> float | None:
-        """The latest time the data knows of (event ``ts``, match ``end``): the end of every relative window."""
-        values = [s.max() for s in (self.events["ts"], self.matches["end"]) if len(s) and pd.notna(s.max())]
+        """The latest time the data knows of (event ``ts``, match ``end``, alert transition): the end of every
+        relative window."""
+        values = [s.max() for s in (self.events["ts"], self.matches["end"], self.transitions["ts"])
+                  if len(s) and pd.notna(s.max())]
         return float(max(values)) if values else None
 
     @property
     def oldest(self) -> float | None:
-        values = [s.min() for s in (self.events["ts"], self.matches["start"]) if len(s) and pd.notna(s.min())]
+        values = [s.min() for s in (self.events["ts"], self.matches["start"], self.transitions["starts_at"])
+                  if len(s) and pd.notna(s.min())]
         return float(min(values)) if values else None
 
 
@@ -64,6 +71,40 @@ def _between(times: pd.Series, since: float | None, until: float | None) -> pd.S
 def _has(column: pd.Series, value: str) -> pd.Series:
     """Rows whose comma-separated ``column`` holds ``value``."""
     return column.fillna("").map(lambda text: value in text.split(","))
+
+
+def _alert_filter(frame: pd.DataFrame, since: float | None, until: float | None, job: str | None,
+                  host: str | None) -> pd.Series:
+    """Alerts whose time -- from firing to resolved, or still open -- overlaps ``[since, until]``, of the job (its
+    ``job_id`` label, or the job of its ``task_id``) and host (any host of its evidence record)."""
+    ends = frame["ends_at"].fillna(float("inf"))
+    keep = _between(ends, since, None) & _between(frame["starts_at"], None, until)
+    if job:
+        jobs = frame["job_id"].where(frame["job_id"].notna(), frame["task_id"].map(records.job_of))
+        keep &= jobs == job
+    if host:
+        keep &= _has(frame["hosts"], host)
+    return keep
+
+
+def _alert_hosts(transitions: pd.DataFrame, matches: pd.DataFrame) -> pd.DataFrame:
+    """Add ``hosts``: the hosts of each alert's evidence record (its events), else the host label or RETURN value."""
+    out = transitions.copy()
+    if out.empty:
+        out["hosts"] = pd.Series(dtype="object")
+        return out
+    by_id = dict(zip(matches["id"], matches["hosts"], strict=True)) if not matches.empty else {}
+
+    def hosts(row: dict[str, Any]) -> str:
+        known = by_id.get(row["record_id"]) if row["record_id"] else None
+        if known:
+            return str(known)
+        returned = (row["evidence"] or {}).get("return") or {}
+        found = [h for h in (row["host"], returned.get("host")) if isinstance(h, str) and h]
+        return ",".join(dict.fromkeys(found))
+
+    out["hosts"] = [hosts(r) for r in out[["record_id", "evidence", "host"]].to_dict("records")]
+    return out
 
 
 class DashboardData:
@@ -124,13 +165,14 @@ class DashboardData:
         evs = records.events_frame(pd.concat(events, ignore_index=True).to_dict("records")) if events \
             else records.events_frame([])
         merged = records.enrich(merged, evs)
-        outbox = stack("alerts")
-        outbox_frame = pd.concat(outbox, ignore_index=True) if outbox else alerts_mod.alerts_frame([])
-        alert_frame = alerts_mod.merge(outbox_frame, alerts_mod.derive(merged, self.pack))
+        found = stack("alerts")
+        transitions = alerts_mod.transitions_frame(pd.concat(found, ignore_index=True).to_dict("records")) if found \
+            else alerts_mod.transitions_frame([])
+        transitions = _alert_hosts(transitions, merged)
         stats = stack("stats")
         dead = sum(int(p["stats"].attrs.get("deadletter", 0)) for p in parts if "stats" in p)
         stats_frame = pd.concat(stats, ignore_index=True) if stats else pd.DataFrame()
-        return Snapshot(merged, evs, alert_frame, stats_frame, dead)
+        return Snapshot(merged, evs, transitions, alerts_mod.latest(transitions), stats_frame, dead)
 
     # ------------------------------------------------------------------ the interface the pages use
     def newest(self) -> float | None:
@@ -203,23 +245,73 @@ class DashboardData:
         host: str | None = None,
         query: str | None = None,
         acked: bool | None = None,
+        state: str | None = None,
+        severities: Collection[str] | None = None,
+        alertname: str | None = None,
     ) -> pd.DataFrame:
-        """Alert rows (:data:`dashboards.alerts.ALERT_COLUMNS` + :data:`ACK_COLUMNS`), oldest first."""
+        """One row per alert group -- its latest transition (:data:`dashboards.alerts.ALERT_COLUMNS`, ``hosts``,
+        ``transitions``, ``first_fired``, :data:`ACK_COLUMNS`) -- whose time (fired until resolved, or until now)
+        overlaps the window; ``state`` ``firing`` keeps the open ones, ``resolved`` the others."""
         frame = self.acks.annotate(self.snapshot().alerts)
         if frame.empty:
             return frame
-        keep = _between(frame["ts"], since, until)
-        if job:
-            keep &= frame["job_id"] == job
-        if host:
-            keep &= frame["host"] == host
+        keep = _alert_filter(frame, since, until, job, host)
         if query:
             keep &= frame["query"] == query
+        if alertname:
+            keep &= frame["alertname"] == alertname
         if acked is not None:
             keep &= frame["acked"] == acked
+        if state is not None:
+            keep &= frame["state"] == state
+        if severities is not None:
+            keep &= frame["severity"].isin(list(severities))
         return frame[keep].reset_index(drop=True)
 
+    def alert_transitions(
+        self,
+        since: float | None = None,
+        until: float | None = None,
+        job: str | None = None,
+        host: str | None = None,
+    ) -> pd.DataFrame:
+        """Every alert transition (fired, escalated, resolved) of the alerts in the window, oldest first."""
+        frame = self.snapshot().transitions
+        if frame.empty:
+            return frame
+        return frame[_alert_filter(frame, since, until, job, host)].reset_index(drop=True)
+
+    def alertmanager(self) -> pd.DataFrame | None:
+        """Alertmanager's current alerts (``dashboards.backends.alertmanager.COLUMNS``; ``attrs["error"]`` says why
+        it is empty when it did not answer), or None without ``--alertmanager``.  Read live, never cached."""
+        if not self.config.alertmanager:
+            return None
+        from dashboards.backends.alertmanager import current_alerts
+
+        return current_alerts(self.config.alertmanager)
+
+    def record(self, record_id: str | None, query: str | None = None) -> dict[str, Any] | None:
+        """The match row of an alert's evidence (``record_id`` of its evidence annotation), if the data holds it.
+
+        The id is the service's (``contracts.records.record_id`` with the query's output mode); a data dir's records
+        get the ``all``-mode id, so for a ``distinct`` query the id is recomputed with the pack's output mode."""
+        if not record_id:
+            return None
+        frame = self.snapshot().matches
+        if frame.empty:
+            return None
+        hit = frame[frame["id"] == record_id]
+        if hit.empty and query:
+            output = self.pack.output_of(query)
+            if output != "all":
+                mine = frame[frame["query"] == query]
+                ids = [records.record_id({"query": r["query"], "match": r["match"], "return": r["return"]}, output)
+                       for r in mine.to_dict("records")]
+                hit = mine[[i == record_id for i in ids]]
+        return hit.iloc[-1].to_dict() if not hit.empty else None
+
     def acknowledge(self, alert_ids: Collection[str], by: str = "operator", note: str = "") -> int:
+        """Acknowledge alerts by fingerprint (the ``alert_id`` column)."""
         return self.acks.acknowledge(alert_ids, by, note)
 
     def query_stats(self, since: float | None = None, until: float | None = None) -> pd.DataFrame:
@@ -233,8 +325,8 @@ class DashboardData:
         table = pack.merge(counts, on="query", how="outer") if not pack.empty else counts
         alert_counts = self.alerts(since=since, until=until)
         if not alert_counts.empty:
-            per = alert_counts.groupby("query").agg(alerts=("alert_id", "size"),
-                                                    open_alerts=("acked", lambda s: int((~s).sum())))
+            alert_counts = alert_counts.assign(_open=alert_counts["state"] == "firing")
+            per = alert_counts.groupby("query").agg(alerts=("alert_id", "size"), open_alerts=("_open", "sum"))
             table = table.merge(per.reset_index(), on="query", how="left")
         for col in ("matches", "alerts", "open_alerts"):
             if col not in table.columns:

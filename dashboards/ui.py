@@ -30,7 +30,12 @@ PAGES: list[tuple[str, str, str, str]] = [
 ]
 #: The view that explains each query of the Hadoop pack (alerts link there).
 VIEW_OF_QUERY = {"Q1": "jobs", "Q2": "jobs", "Q3": "stragglers", "Q4": "queuing", "Q5": "imbalance",
-                 "Q6": "imbalance"}
+                 "Q6": "imbalance", "Q7": "imbalance"}
+#: The query parameter each view selects its item by, and the alert label that fills it.
+VIEW_PARAM = {"jobs": ("job_detail", "job_id"), "stragglers": ("task", "task_id"), "imbalance": ("task", "task_id"),
+              "queuing": ("job", "job_id")}
+#: Badge colours of the severities (Streamlit markdown ``:color-badge[...]``).
+SEVERITY_COLOUR = {"critical": "red", "error": "red", "warning": "orange", "info": "blue"}
 WINDOWS: dict[str, float | None] = {"all": None, "5 min": 300, "15 min": 900, "1 h": 3600, "6 h": 21600,
                                     "24 h": 86400, "7 d": 604800}
 ALL = "(all)"
@@ -154,6 +159,25 @@ def with_times(frame: pd.DataFrame, columns: Sequence[str] = ("start", "end", "t
         if col in out.columns:
             out[col] = to_datetime(pd.to_numeric(out[col], errors="coerce"))
     return out
+
+
+def severity_badge(severity: object, tier: object = None) -> str:
+    """A coloured badge naming the severity (and the Dr. Elephant tier when the rule grades by tiers)."""
+    text = str(severity or "?")
+    if isinstance(tier, str) and tier and tier != text:
+        text += f" · {tier}"
+    return f":{SEVERITY_COLOUR.get(str(severity), 'gray')}-badge[{text}]"
+
+
+def alert_link(ctx: Context, alert: dict[str, object], label: str | None = None, fallback: str | None = None) -> None:
+    """A link from an alert to the view that shows its query's records, selecting its job or reducer (to
+    ``fallback`` for a query no view shows; no link without one)."""
+    view = VIEW_OF_QUERY.get(str(alert.get("query"))) or fallback
+    if view is None:
+        return
+    param, field = VIEW_PARAM.get(view, (None, None))
+    extra = {param: str(alert[field])} if param and field and alert.get(field) else {}
+    link(ctx, view, label or f"Open the {view} view", icon=":material/open_in_new:", **extra)
 
 
 def filters_caption(ctx: Context) -> None:

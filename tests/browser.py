@@ -21,3 +21,18 @@ def screenshot_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     path = Path(where) if where else tmp_path_factory.mktemp(name)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def require_browser() -> None:
+    """Skip without Chromium or the playwright package -- fail instead under ``CI=true``."""
+    problems = []
+    if not Path(CHROMIUM).exists():
+        problems.append(f"{CHROMIUM} not found (bash deploy/dashboard/install.sh installs Debian's chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        problems.append("the playwright Python package is not installed")
+    if problems:
+        if CI:
+            pytest.fail("browser tests under CI: " + "; ".join(problems))
+        pytest.skip("; ".join(problems))

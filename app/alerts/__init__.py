@@ -11,13 +11,11 @@ from app.alerts.webhook import (
     ZERO_TIME,
     AlertSender,
     Webhook,
-    alert_object,
     backoff,
     parse_webhooks,
     payload,
     post,
     sign,
-    summary_text,
     verify,
 )
 
@@ -27,12 +25,10 @@ __all__ = [
     "ZERO_TIME",
     "AlertSender",
     "Webhook",
-    "alert_object",
     "backoff",
     "parse_webhooks",
     "payload",
     "post",
     "sign",
-    "summary_text",
     "verify",
 ]

@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import requests
@@ -73,55 +72,6 @@ def sign(body: bytes, secret: str) -> str:
 def verify(body: bytes, secret: str, header: str | None) -> bool:
     """For receivers (and tests): does ``header`` sign ``body`` with ``secret``?"""
     return header is not None and hmac.compare_digest(sign(body, secret), header)
-
-
-def _rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-class _Keep(dict):
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
-
-
-def summary_text(template: str | None, record: dict[str, Any]) -> str:
-    values = record.get("return") or {}
-    if not template:
-        shown = ", ".join(f"{k}={v}" for k, v in values.items())
-        return f"{record['query']} matched" + (f": {shown}" if shown else "")
-    try:
-        return template.format_map(_Keep({k: v for k, v in values.items()}))
-    except (ValueError, IndexError, AttributeError):
-        return template
-
-
-def alert_object(record: dict[str, Any], *, alert_id: str, pack: str, severity: str, summary: str | None,
-                 description: str = "", emitted_at: float | None = None) -> dict[str, Any]:
-    """One entry of the v4 payload's ``alerts`` list, from a match record (SPEC section 5)."""
-    labels = {"alertname": record["query"], "severity": severity, "pack": pack, "query": record["query"],
-              "alert_id": alert_id, "source": "hcep"}
-    for name, value in (record.get("return") or {}).items():
-        if name not in labels and isinstance(value, str | int | float | bool):
-            labels[name] = str(value)
-    start = record.get("start")
-    starts = start if isinstance(start, int | float) and start > 1e9 else (emitted_at or time.time())
-    return {
-        "status": "firing",
-        "labels": labels,
-        "annotations": {
-            "summary": summary_text(summary, record),
-            "description": description,
-            "confidence": str(record.get("confidence")),
-            "match": json.dumps(record.get("match", {}), sort_keys=True),
-            "return": json.dumps(record.get("return", {}), sort_keys=True, default=str),
-            "event_start": str(record.get("start")),
-            "event_end": str(record.get("end")),
-        },
-        "startsAt": _rfc3339(starts),
-        "endsAt": ZERO_TIME,
-        "generatorURL": "",
-        "fingerprint": alert_id[:16],
-    }
 
 
 def payload(alerts: list[dict[str, Any]], receiver: str) -> dict[str, Any]:

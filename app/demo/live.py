@@ -7,14 +7,14 @@ In order, each step waiting until its part answers:
    if the demo started them;
 3. a webhook receiver for the pack's alerts (in this process), Prometheus Alertmanager (``deploy/alertmanager/
    start.sh``, notifying that receiver; its URL is :attr:`Demo.alertmanager_url`) and 4. the streaming service
-   ``hcep run`` with the Hadoop pack, reading this run's topics, keeping its store under the demo dir and serving
-   metrics;
+   ``hcep run`` with the Hadoop pack, reading this run's topics, keeping its store under the demo dir, serving
+   metrics and delivering its alerts to the receiver's webhook and to Alertmanager (``--alertmanager``);
 5. the collectors, publishing to Kafka: ``hcep collect hadoop DIR --follow --kafka`` on the simulated cluster's log
    tree and ``hcep collect ganglia --gmond --kafka`` polling gmond;
 6. the simulated cluster, live (``hcep simulate --live``): it writes its Hadoop logs and sends its Ganglia rounds as
    the wall clock passes, with the showcase anomalies planted in the first seconds;
-7. the dashboard (``hcep dashboard``) on the service's store and metrics, the collectors' event copies and the log
-   tree.
+7. the dashboard (``hcep dashboard``) on the service's store (its match records and alert transitions) and
+   metrics, Alertmanager, the collectors' event copies and the log tree.
 
 Then it prints the dashboard's URL and what to look for, and supervises: a child that dies stops the demo (with its
 name, exit status and log) and the exit status is 1; Ctrl-C or SIGTERM (or the end of ``--duration``) stops every
@@ -229,12 +229,13 @@ class Demo:
         except services.ServiceError as err:
             raise Failed(str(err)) from None
         self._check()
-        # Alertmanager's URL for hcep run is self.alertmanager_url (to be passed as `hcep run --alertmanager URL`).
+        # hcep run delivers every alert transition twice: to the receiver's webhook (the outbox) and to Alertmanager
+        # (re-sent while firing), which notifies the same receiver per group and serves the dashboard's Alerts view.
         self._hcep("run", "streaming service (hcep run)", "run", "--pack", str(o.pack), "--bootstrap", self.bootstrap,
                    "--topics", self.topics["hadoop"], "--broadcast", self.topics["ganglia"],
                    "--matches-topic", self.topics["matches"], "--group", f"hcep-demo-{self.run_id}",
                    "--data-dir", str(lay.service), "--metrics-port", str(o.metrics_port),
-                   "--allowed-lateness", f"{o.allowed_lateness:g}",
+                   "--allowed-lateness", f"{o.allowed_lateness:g}", "--alertmanager", self.alertmanager_url,
                    *[arg for name in sorted(pack["webhooks"]) for arg in ("--webhook", f"{name}={hook}")])
         store = lay.service / "hcep.sqlite"
         self._wait("hcep run (metrics endpoint and store)", lambda: store.exists() and _answers(self.metrics_url))
@@ -327,8 +328,8 @@ class Demo:
                 raise Stop(f"--duration {o.duration:g} s")
             if now >= next_status:
                 next_status += 30.0
-                alerts = self.receiver.totals() if self.receiver else {}
-                self.say(guide.status_line(time.time() - start, store, self.metrics_url, alerts))
+                open_alerts = self.receiver.open_counts() if self.receiver else {}
+                self.say(guide.status_line(time.time() - start, store, self.metrics_url, open_alerts))
             time.sleep(0.5)
 
     def shutdown(self) -> None:
@@ -375,10 +376,11 @@ class Demo:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
                 pid_file.unlink(missing_ok=True)
-        matches, alerts = guide.store_counts(self.layout.service / "hcep.sqlite")
+        matches, open_alerts = guide.store_counts(self.layout.service / "hcep.sqlite")
         if matches:
+            urgent, info = guide.split_open(open_alerts)
             self.say("demo: matches found: " + ", ".join(f"{q} {n}" for q, n in matches.items())
-                     + (f"; alerts: {', '.join(f'{n} {s}' for s, n in alerts.items())}" if alerts else ""))
+                     + f"; alerts open at the end: {urgent} warning or worse, {info} info")
         self.say(f"demo: {'stopped' if code == 0 else 'failed'}; files kept in {_short(self.layout.root)}")
         return code
 
@@ -405,15 +407,17 @@ def _answers(url: str) -> bool:
 
 def _pack_settings(pack: Path) -> dict[str, Any]:
     """What the demo needs of the pack: ``imbalance_threshold`` (``settings``, default 1.0; the Ganglia collector
-    applies it) and the names of the ``webhooks`` its alerts use (all routed to the demo's receiver)."""
+    applies it) and the names of the ``webhooks`` its alert rules use (all routed to the demo's receiver)."""
     import yaml
 
     out: dict[str, Any] = {"imbalance_threshold": 1.0, "webhooks": {"ops"}}
     try:
         data = yaml.safe_load(pack.read_text(encoding="utf-8")) or {}
         out["imbalance_threshold"] = float((data.get("settings") or {}).get("imbalance_threshold", 1.0))
-        names = {str(q["alert"]["webhook"]) for q in data.get("queries") or []
-                 if isinstance(q, dict) and isinstance(q.get("alert"), dict) and q["alert"].get("webhook")}
+        names = {str(rule["webhook"]) for rule in data.get("alerts") or []
+                 if isinstance(rule, dict) and rule.get("webhook")}
+        names |= {str(q["alert"]["webhook"]) for q in data.get("queries") or []  # the older per-query shorthand
+                  if isinstance(q, dict) and isinstance(q.get("alert"), dict) and q["alert"].get("webhook")}
         out["webhooks"] = names or out["webhooks"]
     except (OSError, ValueError, TypeError, AttributeError, KeyError, yaml.YAMLError):
         pass  # hcep run reports a bad pack itself

@@ -1,9 +1,11 @@
 """The live demo's webhook receiver: where ``hcep run`` delivers the pack's alerts (Alertmanager's v4 JSON), and
 where the demo's Alertmanager sends its notifications.
 
-It listens on 127.0.0.1 (a free port).  On ``/alerts`` (hcep run's webhooks) it appends every alert to
-``alerts.jsonl`` in the demo dir, counts them per query and severity, and prints the first few warnings (anything
-above ``info``) of each query on the terminal so a viewer sees them arrive.  On ``/alertmanager`` (Alertmanager's
+It listens on 127.0.0.1 (a free port).  On ``/alerts`` (hcep run's webhooks: one entry per alert *transition*) it
+appends every transition to ``alerts.jsonl`` in the demo dir, counts the firing ones per rule and severity, keeps
+which alerts are open (the latest transition of each fingerprint: :meth:`Receiver.open_counts`, for the demo's status
+lines), and prints the first few warnings (anything above ``info``) of each rule on the terminal so a viewer sees
+them arrive.  On ``/alertmanager`` (Alertmanager's
 notifications: one per group, i.e. per job, carrying all its alerts) it appends each notification to
 ``alertmanager.jsonl`` next to it, counts them, and prints the first few.
 """
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from contracts.alerts import transition_id
+from contracts.alerts import fingerprint, transition_id
 
 #: Alertmanager notifications printed on the terminal (the rest are only counted).
 SHOWN_NOTIFICATIONS = 3
@@ -33,6 +35,7 @@ class Receiver:
         self.say = say
         self.shown_per_query = shown_per_query
         self.counts: Counter[tuple[str, str]] = Counter()
+        self.open: dict[str, str] = {}  #: fingerprint -> severity of the alerts firing now
         self.notifications = 0  #: from Alertmanager
         self.seen: set[str] = set()
         self.lock = threading.Lock()
@@ -88,8 +91,12 @@ class Receiver:
                 self.seen.add(key)
                 query, severity = str(labels.get("alertname", "?")), str(labels.get("severity", "?"))
                 resolved = alert.get("status") == "resolved"
-                if not resolved:
+                fp = str(alert.get("fingerprint") or "") or fingerprint({str(k): str(v) for k, v in labels.items()})
+                if resolved:
+                    self.open.pop(fp, None)
+                else:
                     self.counts[(query, severity)] += 1
+                    self.open[fp] = severity
                 out.write(json.dumps(alert, separators=(",", ":")) + "\n")
                 if severity == "info" or resolved:
                     continue
@@ -114,7 +121,13 @@ class Receiver:
                 self.say(f"  Alertmanager notified {payload.get('status', '?')} {group or 'group'}: "
                          f"{len(alerts)} alert(s) ({', '.join(names)}){more}")
 
+    def open_counts(self) -> dict[str, int]:
+        """The alerts open now (their latest transition fired), per severity."""
+        with self.lock:
+            return dict(Counter(self.open.values()))
+
     def totals(self) -> dict[str, int]:
+        """Firing transitions received, per severity (a re-fired or escalated alert counts again)."""
         with self.lock:
             out: Counter[str] = Counter()
             for (_, severity), n in self.counts.items():

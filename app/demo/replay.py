@@ -1,5 +1,6 @@
 """``hcep demo --replay``: run a query pack (default: the Hadoop pack) over a recorded trace (default: the shipped
-sample) and print a readable summary of what each query found.
+sample) and print a readable summary of what each query found, then the alerts the pack's rules give on it -- exactly
+what ``hcep match --alerts`` prints (records are facts, alerts are judgements).
 
 This replays a file through the engine; plain ``hcep demo`` runs the live system instead (:mod:`app.demo.live`).
 The summary picks a layout by the shape of each query's RETURN clause (job skew, slow pulls, queued bytes, a list of
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.commands.match import compile_spec, data_path, load_pack, pack_tick, read_events
+from app.commands.match import compile_spec, data_path, judge, load_pack, pack_tick, read_events
 
 #: The demo flags a job whose slowest task took more than this many times the average (a display heuristic; the
 #: queries themselves only return the average and the maximum).
@@ -63,8 +64,12 @@ def run(args: argparse.Namespace) -> int:
         out.append("")
         out.extend(_section(spec, grouped.get(spec.name, []), by_id))
     out.append("")
-    out.append("What this was: a replay of a recorded file through the engine, nothing live.  The raw match records:")
+    out.extend(_alerts(pack, events))
+    out.append("")
+    out.append("What this was: a replay of a recorded file through the engine, nothing live.  The raw match records")
+    out.append("and the alerts, as JSON lines:")
     out.append(f"  hcep match {_show_path(events_path)} --pack {_show_path(pack_path)}")
+    out.append(f"  hcep match {_show_path(events_path)} --pack {_show_path(pack_path)} --alerts")
     out.append("The live system -- a simulated cluster, collectors, Kafka, the streaming service with its alerts, and")
     out.append("the dashboard -- starts with plain `hcep demo` (Ctrl-C stops it).")
     print("\n".join(out))
@@ -72,6 +77,32 @@ def run(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- sections
+
+
+def _alerts(pack: Any, events: list[Any]) -> list[str]:
+    """The alert transitions of the pack's rules on ``events`` (as ``hcep match --alerts`` decides them), one line
+    each; or why there are none."""
+    rules = list(pack.rules())
+    lines = [f"Alerts  what the pack's {len(rules)} alert rule(s) judge of these records (hcep match --alerts)"]
+    if not rules:
+        return [*lines, "    the pack has no alert rules (`alerts:`)"]
+    transitions = list(judge(pack, events))
+    if not transitions:
+        names = ", ".join(rule.name for rule in rules)
+        text = (f"none: no record passes the gates of {names} (set for real clusters: enough tasks, minutes of "
+                "excess time, gigabytes held; a short trace rarely reaches them)")
+        return [*lines, *textwrap.wrap(text, WIDTH, initial_indent="    ", subsequent_indent="    ")]
+    latest = {}
+    for alert in transitions:
+        latest[alert.fingerprint] = alert
+        labels = alert.labels
+        grade = labels.get("severity", "?") + (f"/{labels['tier']}" if labels.get("tier") else "")
+        state = "FIRING  " if alert.ends_at is None else "resolved"
+        text = f"{state} {_when(alert.at)}  {labels.get('alertname')} ({grade}): {alert.annotations.get('summary')}"
+        lines.extend(textwrap.wrap(text, WIDTH, initial_indent="    ", subsequent_indent=" " * 8))
+    still = sum(1 for a in latest.values() if a.ends_at is None)
+    lines.append(f"    {len(transitions)} transition(s); {still} alert(s) still open at the end of the trace")
+    return lines
 
 
 def _section(spec: Any, records: list[dict], by_id: dict[str, Any]) -> list[str]:

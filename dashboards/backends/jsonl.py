@@ -1,8 +1,10 @@
-"""A directory of JSON-lines files: match records (as ``hcep match`` prints them), events, and query statistics.
+"""A directory of JSON-lines files: match records (as ``hcep match`` prints them), alert transitions (as ``hcep
+match --alerts`` prints them, e.g. ``alerts.jsonl``), events, and query statistics.
 
 Why sniff each line instead of naming files: operators drop whatever they have into the directory (``hcep match``
-output, a collector's output, a replayed trace) and the dashboard sorts it out; a half-written last line of a file
-that is still growing is skipped, not an error.
+output, ``hcep match --alerts`` output, a collector's output, a replayed trace) and the dashboard sorts it out; a
+half-written last line of a file that is still growing is skipped, not an error.  Alert transitions keep their line
+order (the order they were decided in), which decides an alert's latest state.
 """
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ from typing import Any
 
 import pandas as pd
 
-from dashboards import records
+from dashboards import alerts, records
 
 SUFFIXES = (".jsonl", ".ndjson")
 
 
 def classify(obj: Any) -> str | None:
-    """``match``, ``event``, ``stats`` or None for one parsed line."""
+    """``match``, ``alert``, ``event``, ``stats`` or None for one parsed line."""
     if not isinstance(obj, dict):
         return None
+    if alerts.is_alert(obj):
+        return "alert"
     if "query" in obj and "match" in obj and "type" not in obj:
         return "match"
     if "type" in obj and "ts" in obj:
@@ -54,7 +58,7 @@ class JsonlBackend:
         return tuple(out)
 
     def _read(self) -> dict[str, list[dict[str, Any]]]:
-        found: dict[str, list[dict[str, Any]]] = {"match": [], "event": [], "stats": []}
+        found: dict[str, list[dict[str, Any]]] = {"match": [], "alert": [], "event": [], "stats": []}
         for path in self.files():
             position = 0  # an event's default id is its 0-based position in its file (SPEC section 1)
             try:
@@ -77,6 +81,10 @@ class JsonlBackend:
                             row = records.match_row(obj, path.name)
                             if row is not None:
                                 found["match"].append(row)
+                        elif kind == "alert":
+                            row = alerts.row_of_json(obj, path.name, len(found["alert"]))
+                            if row is not None:
+                                found["alert"].append(row)
                         elif kind == "stats":
                             found["stats"].append(obj)
             except OSError:
@@ -89,6 +97,6 @@ class JsonlBackend:
         return {
             "matches": records.matches_frame(found["match"]),
             "events": records.events_frame(found["event"]),
-            "alerts": pd.DataFrame(),
+            "alerts": alerts.transitions_frame(found["alert"]),
             "stats": pd.DataFrame(found["stats"]),
         }

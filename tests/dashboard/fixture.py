@@ -1,10 +1,16 @@
-"""The dashboard's test data, made at test time by running the Hadoop pack (as ``hcep match`` does) over the shipped
-sample trace and the hand-checked trace.
+"""The dashboard's test data, made at test time by running the Hadoop pack (as ``hcep match`` and ``hcep match
+--alerts`` do) over the shipped sample trace and the hand-checked trace.
 
 The hand-checked trace uses relative times (10 s ... 86700 s); it is shifted to start right after the sample
 (``HANDCHECK_OFFSET``) so both read as one cluster's day.  Planted anomalies (asserted by the tests):
 a straggling mapper in ``STRAGGLER_JOB``, a slow shuffle pull of ``SLOW_PULL_TASK`` and a reducer during a load
 imbalance, ``IMBALANCE_TASK``.
+
+Alerts: the pack's rules are gated for real clusters (5 tasks, 2 minutes of excess, a 30 s pull), so on these small
+traces ``hcep match --alerts`` (``alerts.jsonl``) finds only the hand-checked trace's 50 s pull (``HANDCHECK_PULL``),
+which fires and resolves 30 minutes later.  The open alerts the views are tested with are written to a store
+(``hcep.sqlite``) as ``hcep run`` writes its outbox: transitions of :class:`contracts.alerts.Alert` (see
+:data:`STORE_ALERTS`), whose evidence names the fixture's own match records.
 
 ``history/`` holds the Spark history tables in ``hcep history``'s schema (:mod:`app.spark.history`), computed here
 with pandas and the same skew function, so the tests need no JVM.
@@ -27,6 +33,19 @@ STRAGGLER_JOB = "job_1700000000000_0001"
 STRAGGLER_MAPPER = "task_1700000000000_0001_m_000003"
 SLOW_PULL_TASK = "task_1700000000000_0001_r_000001"
 IMBALANCE_TASK = "task_1700000000000_0002_r_000001"
+#: The alert ``hcep match --alerts`` gives on the shifted hand-checked trace: ShufflePullStall of reducer t1 of jD.
+HANDCHECK_PULL = ("jD", "t1")
+OTHER_JOB = "job_1700000000000_0002"
+#: The alert transitions of the fixture's store: (rule, query, severity, tier, job, task, fired, resolved). The
+#: ReducerSkew group escalates (its warning resolves when the critical one fires); HeldMapOutput resolves.
+STORE_ALERTS = [
+    ("ShufflePullStall", "Q3", "warning", "moderate", STRAGGLER_JOB, SLOW_PULL_TASK, 1_700_000_160.0, None),
+    ("MapperSkew", "Q1", "critical", "severe", STRAGGLER_JOB, None, 1_700_000_200.0, None),
+    ("ReducerSkew", "Q2", "warning", "moderate", OTHER_JOB, None, 1_700_000_300.0, 1_700_000_320.0),
+    ("ReducerSkew", "Q2", "critical", "severe", OTHER_JOB, None, 1_700_000_320.0, None),
+    ("MapperSkew", "Q1", "info", "low", OTHER_JOB, None, 1_700_000_310.0, None),
+    ("HeldMapOutput", "Q4", "warning", "moderate", OTHER_JOB, None, 1_700_000_250.0, 1_700_000_280.0),
+]
 
 
 def _match(events: Path) -> list[dict]:
@@ -39,8 +58,53 @@ def _match(events: Path) -> list[dict]:
     return [json.loads(json.dumps(r)) for r in match_events(compiled, read_events(events, tick))]
 
 
+def _judge(events: Path) -> list[dict]:
+    """What ``hcep match EVENTS --pack PACK --alerts`` prints."""
+    from app.commands.match import judge, pack_tick, read_events
+    from engine.language.packs import load_pack
+
+    pack = load_pack(str(PACK))
+    return [a.to_json() for a in judge(pack, read_events(events, pack_tick(pack)))]
+
+
+def store_alerts(records: list[dict]) -> list:
+    """:data:`STORE_ALERTS` as :class:`contracts.alerts.Alert` transitions, in the order the rules decided them, each
+    with the evidence of a fixture record of its query and job (or reducer)."""
+    from contracts.alerts import Alert
+    from contracts.records import record_id
+
+    out = []
+    for rule, query, severity, tier, job, task, fired, resolved in STORE_ALERTS:
+        mine = [r for r in records if r["query"] == query
+                and (r["return"].get("task_id") == task if task else r["return"].get("job_id") == job)]
+        record = mine[-1] if mine else None
+        labels = {"alertname": rule, "severity": severity, "pack": "hadoop", "query": query, "tier": tier,
+                  "job_id": job, **({"task_id": task} if task else {}), "anomaly": rule.lower()}
+        evidence = {"query": query, "record_id": record_id(record) if record else None, "records": 1,
+                    "match": record["match"] if record else {}, "return": record["return"] if record else {}}
+        notes = {"summary": f"{rule} of {task or job} ({tier})", "description": f"what {rule} means",
+                 "confidence": "1.0", "evidence": json.dumps(evidence), "value": "5.0"}
+        alert = Alert(labels, notes, fired, at=fired)
+        out.append(alert)
+        if resolved is not None:
+            out.append(alert.resolved(resolved))
+    return sorted(out, key=lambda a: a.at)
+
+
+def write_store(path: Path, alerts: list) -> None:
+    """The transitions into a store's outbox, as ``hcep run`` writes them (``app.service``'s row layout)."""
+    from app.store import Batch, Store
+
+    store = Store(str(path))
+    rows = [(a.transition_id, a.labels["alertname"], "ops", a.severity, json.dumps(a.to_webhook()), "unrouted",
+             a.at, a.at, "fixture", a.fingerprint, a.status, a.starts_at, a.ends_at) for a in alerts]
+    store.commit(Batch([], rows, [], [], None))
+    store.close()
+
+
 def build(out: Path) -> Path:
-    """Write ``sample_events.jsonl``, ``handcheck_events.jsonl``, ``matches.jsonl`` and ``history/`` into ``out``."""
+    """Write ``sample_events.jsonl``, ``handcheck_events.jsonl``, ``matches.jsonl``, ``alerts.jsonl``, the store
+    ``hcep.sqlite`` (alert transitions only) and ``history/`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(SAMPLE, out / "sample_events.jsonl")
     shifted = out / "handcheck_events.jsonl"
@@ -50,10 +114,16 @@ def build(out: Path) -> Path:
                 obj = json.loads(line)
                 obj["ts"] = obj["ts"] + HANDCHECK_OFFSET
                 dst.write(json.dumps(obj) + "\n")
+    found = []
     with (out / "matches.jsonl").open("w") as dst:
         for events in (out / "sample_events.jsonl", shifted):
             for record in _match(events):
+                found.append(record)
                 dst.write(json.dumps(record) + "\n")
+    with (out / "alerts.jsonl").open("w") as dst:
+        for events in (out / "sample_events.jsonl", shifted):
+            dst.writelines(json.dumps(a) + "\n" for a in _judge(events))
+    write_store(out / "hcep.sqlite", store_alerts(found))
     build_history(out, out / "history")
     return out
 

@@ -1,5 +1,6 @@
 """Every view of the dashboard under Streamlit's AppTest, on the fixture data: each shows its planted anomaly, the
-filters and links work, and acknowledging an alert is kept."""
+filters and links work, the Alerts view shows the rules' open alerts grouped by job with their evidence, and
+acknowledging an alert is kept."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.fixture import IMBALANCE_TASK, SLOW_PULL_TASK, STRAGGLER_JOB, STRAGGLER_MAPPER
+from tests.dashboard.fixture import (
+    HANDCHECK_PULL,
+    IMBALANCE_TASK,
+    OTHER_JOB,
+    SLOW_PULL_TASK,
+    STRAGGLER_JOB,
+    STRAGGLER_MAPPER,
+)
 
 APP = Path(__file__).resolve().parents[2] / "dashboards" / "webapp" / "hcep_ops.py"
 VIEWS = ["overview", "jobs", "stragglers", "queuing", "imbalance", "alerts", "queries"]
@@ -51,12 +59,13 @@ def test_overview_shows_load_alerts_and_links_to_the_anomalies() -> None:
     m = metrics(at)
     assert m["Imbalance rounds"] == "6"
     assert m["Load std-dev (latest)"] == "0.21"
-    assert int(m["Open alerts"]) > 0
+    assert m["Open alerts"] == "4"  # the store's open alerts: 3 warning or worse, 1 info
     assert at.get("vega_lite_chart"), "no load chart"
     assert any("History (Spark)" in e.label for e in at.expander)
     links = {link.proto.label: (link.proto.page, link.proto.query_string) for link in at.get("page_link")}
-    assert ("imbalance", f"task={IMBALANCE_TASK}") in links.values()
-    assert ("stragglers", f"task={SLOW_PULL_TASK}") in links.values()
+    assert ("stragglers", f"task={SLOW_PULL_TASK}") in links.values()  # ShufflePullStall -> its reducer
+    assert ("jobs", f"job_detail={STRAGGLER_JOB}") in links.values()  # MapperSkew -> its job
+    assert not any(label.startswith("MapperSkew (info)") for label in links)  # only warning or worse need a look
 
 
 @pytest.mark.usefixtures("dashboard_env")
@@ -95,9 +104,14 @@ def test_queuing_shows_the_queued_map_output_per_job() -> None:
     table = at.dataframe[0].value
     assert table.iloc[0]["job_id"] == STRAGGLER_JOB
     assert table.iloc[0]["peak_MiB"] == pytest.approx(138.2)
-    assert "job_1700000000000_0002" in set(table["job_id"])
+    assert OTHER_JOB in set(table["job_id"])
     assert at.get("vega_lite_chart")
     assert any(f"queued map output of {STRAGGLER_JOB} (12 points)" in e.label for e in at.expander)
+    # The HeldMapOutput rule alerted on job 2 (resolved since): listed, and marked in the table.
+    assert table.set_index("job_id").loc[OTHER_JOB, "held_alert"]
+    assert not table.set_index("job_id").loc[STRAGGLER_JOB, "held_alert"]
+    assert f"`{OTHER_JOB}` · HeldMapOutput of {OTHER_JOB} (moderate)" in markdown(at)
+    assert not table["incomplete_data"].any() and not at.warning
 
 
 @pytest.mark.usefixtures("dashboard_env")
@@ -113,43 +127,95 @@ def test_imbalance_shows_the_reducer_with_its_confidence() -> None:
 
 
 @pytest.mark.usefixtures("dashboard_env")
-def test_alerts_lists_the_planted_anomalies() -> None:
+def test_alerts_view_groups_the_open_alerts_by_job() -> None:
     at = open_view("alerts")
-    table = at.dataframe[0].value
-    warnings = table[table["severity"] == "warning"]
-    assert SLOW_PULL_TASK in set(warnings[warnings["query"] == "Q3"]["task_id"])
-    assert IMBALANCE_TASK in set(warnings[warnings["query"] == "Q5"]["task_id"])
-    assert not table["acked"].any()
+    m = metrics(at)
+    assert m["Open, warning or worse"] == "3" and m["Open, info"] == "1" and m["Acknowledged"] == "0"
+    assert m["Resolved"] == "2"  # HeldMapOutput of job 2, and the hand-checked trace's pull (from alerts.jsonl)
+    assert at.multiselect(key="alert_severity").value == ["critical", "warning"]  # warning or worse by default
+    text = markdown(at)
+    # One box per job, most severe first; inside, one line per alert with severity, tier, rule, target and summary.
+    assert text.index(f"`{STRAGGLER_JOB}` · 2 open alert(s)") < text.index(f"`{OTHER_JOB}` · 1 open alert(s)")
+    assert (f":orange-badge[warning · moderate] **ShufflePullStall** · `{STRAGGLER_JOB}` / `{SLOW_PULL_TASK}` · "
+            f"ShufflePullStall of {SLOW_PULL_TASK} (moderate)") in text
+    assert f":red-badge[critical · severe] **MapperSkew** · `{STRAGGLER_JOB}` · " in text
+    assert f":red-badge[critical · severe] **ReducerSkew** · `{OTHER_JOB}`" in text  # escalated: the open one
+    assert f"**MapperSkew** · `{OTHER_JOB}`" not in text  # info: hidden by default
+    captions = "\n".join(c.value for c in at.caption)
+    assert "confidence 1.00 · since 2023-11-14 22:16:00 UTC" in captions
+    assert "transitions from alerts.jsonl (2), store (8)" in captions
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_alerts_view_shows_the_rule_and_the_evidence_record() -> None:
+    at = open_view("alerts")
+    box = next(e for e in at.expander if e.label == f"Rule and evidence: ShufflePullStall {SLOW_PULL_TASK}")
+    text = "\n".join(m.value for m in box.markdown)
+    assert "**ShufflePullStall**: what ShufflePullStall means" in text and "query **Q3**" in text
+    record = json.loads(box.code[0].value)
+    assert record["return"]["task_id"] == SLOW_PULL_TASK and record["return"]["period"] == 5.6
+    assert record["match"]["c"] == ["25"]
+    links = {(link.proto.page, link.proto.query_string) for link in box.get("page_link")}
+    assert links == {("stragglers", f"task={SLOW_PULL_TASK}")}
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_alerts_view_filters_by_severity_and_keeps_the_history_collapsed() -> None:
+    at = open_view("alerts")
+    history = next(e for e in at.expander if e.label.startswith("Resolved alerts"))
+    assert history.label == "Resolved alerts (2)" and not history.proto.expanded
+    lines = "\n".join(m.value for m in history.markdown)
+    assert f"**HeldMapOutput** · `{OTHER_JOB}`" in lines
+    assert f"**ShufflePullStall** · `{HANDCHECK_PULL[0]}` / `{HANDCHECK_PULL[1]}`" in lines
+    at.multiselect(key="alert_severity").set_value(["info"]).run()
+    text = markdown(at)
+    assert f":blue-badge[info · low] **MapperSkew** · `{OTHER_JOB}`" in text and "ShufflePullStall" not in text
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_alerts_job_filter_narrows_the_alerts() -> None:
+    at = open_view("alerts", job=OTHER_JOB)
+    assert metrics(at)["Open, warning or worse"] == "1"
+    text = markdown(at)
+    assert "ReducerSkew" in text and SLOW_PULL_TASK not in text
 
 
 def test_acknowledging_an_alert_is_kept(dashboard_env: Path) -> None:
+    from dashboards.config import DashboardConfig
+    from dashboards.source import DashboardData
+
+    alerts = DashboardData(DashboardConfig.from_env()).alerts(state="firing")
+    pull = alerts.set_index("alertname").loc["ShufflePullStall", "alert_id"]  # the alert's fingerprint
     at = open_view("alerts")
-    q5 = at.dataframe[0].value.query("query == 'Q5'").iloc[0]["alert_id"]
-    at.multiselect(key="ack_pick").set_value([q5]).run()
+    at.multiselect(key="ack_pick").set_value([pull]).run()
     at.text_input(key="ack_by").set_value("alice").run()
     at.button(key="ack_selected").click().run()
     assert not at.exception
     book = json.loads(dashboard_env.read_text())
-    assert book[q5]["by"] == "alice"
-    assert metrics(at)["Acknowledged"] == "1"
-    shown = at.dataframe[0].value
-    assert q5 not in set(shown["alert_id"])  # acknowledged ones are hidden by default
+    assert list(book) == [pull] and book[pull]["by"] == "alice"
+    assert metrics(at)["Acknowledged"] == "1" and metrics(at)["Open, warning or worse"] == "2"
+    assert f"**ShufflePullStall** · `{STRAGGLER_JOB}`" not in markdown(at)  # acknowledged: hidden by default
     at.toggle(key="alert_show_acked").set_value(True).run()
-    shown = at.dataframe[0].value
-    assert shown.set_index("alert_id").loc[q5, "acked_by"] == "alice"
+    assert "acknowledged by alice" in "\n".join(c.value for c in at.caption)
     at.button(key="ack_all").click().run()
-    assert metrics(at)["Open"] == "0"
+    assert metrics(at)["Open, warning or worse"] == "0"
 
 
 @pytest.mark.usefixtures("dashboard_env")
 def test_queries_shows_pack_counts_and_rates() -> None:
     at = open_view("queries")
     table = at.dataframe[0].value.set_index("query")
-    assert list(table.index) == ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]
-    assert table.loc["Q3", "matches"] == 4 and table.loc["Q5", "matches"] == 1
-    assert (table["per_minute"] > 0).all()
+    assert list(table.index) == ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7"]
+    assert table.loc["Q3", "matches"] == 8 and table.loc["Q5", "matches"] == 1  # 1 in the sample, 7 hand-checked
+    assert (table.drop(index="Q7")["per_minute"] > 0).all()  # no Metric events in the fixture: no Q7 match
     assert table.loc["Q5", "strategy"] == "skip_till_any_match" and table.loc["Q5", "threshold"] == 0.5
+    assert table.loc["Q3", "rules"] == "ShufflePullStall" and table.loc["Q5", "rules"] == ""
+    assert table.loc["Q1", "alerts"] == 2 and table.loc["Q1", "open_alerts"] == 2
     assert metrics(at)["Runs alive"] == "-"  # no service statistics in a JSONL data dir
+    rules = at.dataframe[1].value.set_index("rule")  # the pack's alert rules, below the queries
+    assert list(rules.index) == ["MapperSkew", "ReducerSkew", "ShufflePullStall", "HeldMapOutput",
+                                 "UnbalancingReducer"]
+    assert rules.loc["HeldMapOutput", "for"] == "3 minutes" and rules.loc["ShufflePullStall", "alerts"] == 2
 
 
 @pytest.mark.usefixtures("dashboard_env")
@@ -258,3 +324,31 @@ def test_a_simulated_cluster_shows_its_slow_pull_with_the_log_lines(monkeypatch:
     logs = next(e for e in at.expander if e.label.startswith("Hadoop log lines"))
     text = "\n".join(c.value for c in logs.code)
     assert f"about to shuffle output of map {truth['map_attempt']}" in text
+
+
+def test_queuing_never_shows_a_negative_queue(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, data_dir: Path) -> None:
+    """A job whose JobStart was missed fetches more than it was seen to write: clamped at 0, flagged incomplete."""
+    import shutil
+
+    for file in data_dir.glob("*.jsonl"):
+        shutil.copyfile(file, tmp_path / file.name)
+    job = "job_1700000000000_0009"
+    records = [{"query": "Q4", "match": {"a": ["s9"], "b": [f"io{i}" for i in range(n)]}, "confidence": 1.0,
+                "start": 1_700_000_100.0, "end": 1_700_000_100.0 + n,
+                "return": {"job_id": job, "start": 1_700_000_100.0, "last": 1_700_000_100.0 + n,
+                           "queued": queued, "change": -1.0}} for n, queued in ((1, 4.0 * 2**20), (2, -3.0 * 2**20))]
+    (tmp_path / "partial.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    monkeypatch.setenv("HCEP_DASHBOARD_DATA", str(tmp_path))
+    monkeypatch.setenv("HCEP_DASHBOARD_REFRESH", "0")
+    monkeypatch.setenv("HCEP_DASHBOARD_ACKS", str(tmp_path / "acks.json"))
+    at = open_view("queuing")
+    table = at.dataframe[0].value.set_index("job_id")
+    assert table.loc[job, "incomplete_data"] and not table.drop(index=job)["incomplete_data"].any()
+    assert table.loc[job, "peak_MiB"] == 4.0 and table.loc[job, "now_MiB"] == 0.0
+    assert (table[["peak_MiB", "now_MiB"]] >= 0).all().all()
+    assert at.warning and "Incomplete data for 1 job(s)" in at.warning[0].value and job in at.warning[0].value
+    import pyarrow as pa
+
+    [plotted] = at.get("vega_lite_chart")[0].proto.datasets
+    points = pa.ipc.open_stream(plotted.data.data).read_all().to_pandas()
+    assert job in set(points["job_id"]) and (points["MiB"] >= 0).all() and (points["queued"] >= 0).all()

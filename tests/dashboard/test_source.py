@@ -16,7 +16,7 @@ import pytest
 from dashboards.config import DashboardConfig
 from dashboards.logs import short_path, straggler_lines
 from dashboards.source import DashboardData
-from tests.dashboard.fixture import IMBALANCE_TASK, PACK, SAMPLE, SLOW_PULL_TASK, STRAGGLER_JOB
+from tests.dashboard.fixture import PACK, SAMPLE, SLOW_PULL_TASK, STRAGGLER_JOB
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,31 +59,45 @@ def test_a_growing_file_is_reread_and_a_torn_line_skipped(tmp_path: Path, data_d
     assert len(data.matches()) == 2
 
 
-def test_store_backend_reads_matches_and_the_alert_outbox(tmp_path: Path, data_dir: Path) -> None:
+def test_store_backend_reads_matches_and_the_alert_transitions(tmp_path: Path, data_dir: Path) -> None:
     store_mod = pytest.importorskip("app.store")
-    from app.alerts import alert_object
-    from app.checkpoint import record_id
+    from contracts.alerts import Alert
+    from contracts.records import record_id
 
     recs = [r for r in records(data_dir) if r["start"] < 1_700_000_390]  # the sample's records
-    q5 = next(r for r in recs if r["query"] == "Q5")
-    alert_id = record_id(q5, "distinct")
-    alert = alert_object(q5, alert_id=alert_id, pack="hadoop", severity="warning", summary="reducer {task_id}")
+    q3 = next(r for r in recs if r["query"] == "Q3")
+    labels = {"alertname": "ShufflePullStall", "severity": "warning", "tier": "moderate", "pack": "hadoop",
+              "query": "Q3", "job_id": STRAGGLER_JOB, "task_id": SLOW_PULL_TASK}
+    notes = {"summary": "slow pull", "confidence": "1.0",
+             "evidence": json.dumps({"query": "Q3", "record_id": record_id(q3), "records": 1})}
+    fired = Alert(labels, notes, 1_700_000_045.0, at=1_700_000_045.0)
+    other = Alert({**labels, "task_id": "task_x", "severity": "critical"}, {"summary": "another"}, 1_700_000_050.0,
+                  at=1_700_000_050.0)
+    transitions = [fired, other, other.resolved(1_700_000_060.0)]
     store = store_mod.Store(str(tmp_path / "hcep.sqlite"))
     store.commit(store_mod.Batch(
         matches=[(record_id(r), r["query"], "hadoop", r["confidence"], r["start"], r["end"], json.dumps(r), 1.0, "i")
                  for r in recs],
-        alerts=[(alert_id, "Q5", "ops", "warning", json.dumps(alert), "pending", 0.0, 1.0, "i")],
+        alerts=[(a.transition_id, "ShufflePullStall", "ops", a.severity, json.dumps(a.to_webhook()),
+                 "delivered" if a is fired else "pending", 0.0, 1.0, "i", a.fingerprint, a.status, a.starts_at,
+                 a.ends_at) for a in transitions],
         deadletters=[("events", 0, 7, 0, "late", "{}", 1.0)], offsets=[], checkpoint=None))
+    open_in_store = [a["fingerprint"] for a in store.open_alerts()]
     store.close()
 
     data = DashboardData(DashboardConfig.from_env({"HCEP_DASHBOARD_DATA": str(tmp_path),
                                                    "HCEP_DASHBOARD_PACK": str(PACK)}))
     assert data.config.store == tmp_path / "hcep.sqlite"
     assert len(data.matches()) == len(recs)
+    assert len(data.alert_transitions()) == 3
     alerts = data.alerts().set_index("alert_id")
-    assert alerts.loc[alert_id, "status"] == "pending" and alerts.loc[alert_id, "task_id"] == IMBALANCE_TASK
-    assert alerts.loc[alert_id, "summary"] == f"reducer {IMBALANCE_TASK}"
-    assert alerts.index.is_unique  # the outbox alert and the one derived from its match are one alert
+    assert alerts.index.is_unique and len(alerts) == 2  # one row per alert: its latest transition
+    assert list(data.alerts(state="firing")["alert_id"]) == open_in_store == [fired.fingerprint]  # as app.store says
+    mine = alerts.loc[fired.fingerprint]
+    assert mine["delivery"] == "delivered" and mine["task_id"] == SLOW_PULL_TASK and mine["tier"] == "moderate"
+    assert mine["summary"] == "slow pull" and mine["confidence"] == 1.0 and mine["starts_at"] == 1_700_000_045.0
+    assert alerts.loc[other.fingerprint, "state"] == "resolved" and alerts.loc[other.fingerprint, "transitions"] == 2
+    assert data.record(mine["record_id"], "Q3")["return"]["period"] == 5.6
     assert data.deadletter() == 1
     assert (tmp_path / "hcep.sqlite").stat().st_size > 0
 
@@ -93,6 +107,69 @@ def test_store_backend_reads_matches_and_the_alert_outbox(tmp_path: Path, data_d
     data = DashboardData(DashboardConfig.from_env({"HCEP_DASHBOARD_DATA": str(tmp_path)}))
     assert len(data.matches()) == len(recs)
     assert data.matches("Q3").iloc[0]["host"] == "worker-03"
+    mine = data.alerts(state="firing").iloc[0]
+    assert set(mine["hosts"].split(",")) == {"worker-01", "worker-02", "worker-03"}  # the evidence record's hosts
+    assert set(data.alerts(host="worker-03")["alert_id"]) == {fired.fingerprint}
+
+
+def test_alerts_of_a_data_dir_come_from_hcep_match_alerts_files(tmp_path: Path) -> None:
+    """``hcep match --alerts`` output in the data dir: the latest transition of each alert decides its state."""
+    from contracts.alerts import Alert
+
+    labels = {"alertname": "HeldMapOutput", "severity": "warning", "pack": "hadoop", "query": "Q4", "job_id": "j1"}
+    fired = Alert(labels, {"summary": "held"}, 100.0, at=100.0)
+    escalated = Alert({**labels, "severity": "critical"}, {"summary": "held more"}, 160.0, at=160.0)
+    lines = [fired.to_json(), fired.resolved(160.0).to_json(), escalated.to_json()]
+    (tmp_path / "alerts.jsonl").write_text("".join(json.dumps(a) + "\n" for a in lines) + '{"labels": {"al')
+    data = DashboardData(DashboardConfig(data_dir=tmp_path, pack=PACK))
+    alerts = data.alerts()
+    assert list(alerts["severity"]) == ["critical"] and list(alerts["state"]) == ["firing"]  # one group, escalated
+    assert alerts.iloc[0]["first_fired"] == 100.0 and alerts.iloc[0]["transitions"] == 3
+    assert list(data.alert_transitions()["state"]) == ["firing", "resolved", "firing"]
+    (tmp_path / "more-alerts.jsonl").write_text(json.dumps(escalated.resolved(200.0).to_json()) + "\n")
+    assert list(data.alerts()["state"]) == ["resolved"]  # re-read: the file is new
+    assert data.alerts(since=201.0).empty and len(data.alerts(since=199.0)) == 1  # windows: fired .. resolved
+
+
+def test_store_reader_reads_a_store_without_transition_columns(tmp_path: Path) -> None:
+    """A store of schema version 1 (before transitions): its alert rows still read, identified by their labels."""
+    import sqlite3
+
+    from contracts.alerts import Alert
+    from contracts.store import StoreReader
+
+    alert = Alert({"alertname": "Q3", "severity": "warning", "query": "Q3"}, {"summary": "old"}, 10.0)
+    db = sqlite3.connect(tmp_path / "hcep.sqlite")
+    db.execute("CREATE TABLE alerts (id TEXT PRIMARY KEY, query TEXT, severity TEXT, alert TEXT, status TEXT)")
+    db.execute("INSERT INTO alerts VALUES ('a1', 'Q3', 'warning', ?, 'delivered')", (json.dumps(alert.to_webhook()),))
+    db.execute("INSERT INTO alerts VALUES ('a2', 'Q3', 'warning', 'not json', 'delivered')")
+    db.commit()
+    db.close()
+    reader = StoreReader(tmp_path / "hcep.sqlite")
+    assert reader.schema_version() == 0 and reader.matches() == [] and reader.deadletter_count() == 0
+    [row] = reader.alert_transitions()
+    assert row.id == "a1" and row.alert == alert and row.delivery == "delivered"
+    assert [a.fingerprint for a in reader.open_alerts()] == [alert.fingerprint]
+    assert StoreReader(tmp_path / "missing.sqlite").alert_transitions() == []
+    assert not (tmp_path / "missing.sqlite").exists()  # read-only: never created
+
+
+def test_nothing_in_dashboards_imports_app() -> None:
+    """The dashboard reads the service's outputs through ``contracts``; it never imports ``app`` (issue #16)."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "dashboards").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.split(".")[0] == "app"]
+    assert not offenders, offenders
+    code = ("import sys, dashboards.source, dashboards.backends.store, dashboards.backends.jsonl, "
+            "dashboards.backends.alertmanager, dashboards.backends.archive, dashboards.analysis, dashboards.charts, "
+            "dashboards.logs; print(sorted(m for m in sys.modules if m == 'app' or m.startswith('app.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
 def test_archive_backend_reads_events_and_matches(tmp_path: Path, data_dir: Path) -> None:
@@ -127,7 +204,8 @@ def test_history_tables_are_found_beside_the_data_and_reread_when_replaced(data_
 def test_acknowledgements_survive_a_new_data_object(tmp_path: Path, data_dir: Path) -> None:
     config = DashboardConfig(data_dir=data_dir, pack=PACK, acks=tmp_path / "acks.json")
     data = DashboardData(config)
-    first = data.alerts().iloc[0]["alert_id"]
+    first = data.alerts().iloc[0]["alert_id"]  # the hand-checked pull of alerts.jsonl, by its fingerprint
+    assert len(first) == 16
     assert data.acknowledge([first, first], by="bob") == 1
     assert data.acknowledge([first]) == 0
     again = DashboardData(config).alerts(acked=True)

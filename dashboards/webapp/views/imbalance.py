@@ -1,5 +1,6 @@
-"""Imbalance: reducers that ran while the cluster load went out of balance (Q5) or kept getting less balanced (Q6),
-with the confidence the imprecise Ganglia times (+-7.5 s) allow."""
+"""Imbalance: reducers that ran while the cluster load went out of balance (Q5), kept getting less balanced (Q6), or
+whose own host became the outlier of an imbalanced cluster (Q7, which the UnbalancingReducer rule judges), with the
+confidence the imprecise Ganglia times (+-7.5 s) allow."""
 
 from __future__ import annotations
 
@@ -13,15 +14,18 @@ def render(ctx: ui.Context) -> None:
     ui.filters_caption(ctx)
     since, until = ctx.span()
     data = ctx.data
-    flagged = analysis.imbalance_reducers(data.matches(["Q5", "Q6"], since, until, job=ctx.job, host=ctx.host))
+    flagged = analysis.imbalance_reducers(data.matches(["Q5", "Q6", "Q7"], since, until, job=ctx.job,
+                                                       host=ctx.host))
     if flagged.empty:
-        st.info("No reducers coincide with a load imbalance (Q5 / Q6 matches) in this window.")
+        st.info("No reducers coincide with a load imbalance (Q5 / Q6 / Q7 matches) in this window.")
         return
-    both = flagged.groupby("task_id")["query"].nunique()
-    cols = st.columns(3)
+    both = flagged[flagged["query"].isin(["Q5", "Q6"])].groupby("task_id")["query"].nunique()
+    cols = st.columns(4)
     cols[0].metric("Reducers flagged", flagged["task_id"].nunique())
     cols[1].metric("Through an imbalance (Q5)", int((flagged["query"] == "Q5").sum()))
     cols[2].metric("Flagged by Q5 and Q6", int((both > 1).sum()))
+    cols[3].metric("Own host the outlier (Q7)", int(flagged.loc[flagged["query"] == "Q7", "task_id"].nunique()),
+                   help="the reducers the UnbalancingReducer alert rule judges")
     st.dataframe(ui.with_times(flagged.drop(columns=["id"])), hide_index=True, width="stretch",
                  column_config={"confidence": st.column_config.ProgressColumn("confidence", min_value=0.0,
                                                                               max_value=1.0, format="%.3f")},

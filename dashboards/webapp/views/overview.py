@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboards import charts, ui
+from dashboards.alerts import URGENT, sort_for_display
 
 
 def render(ctx: ui.Context) -> None:
@@ -15,14 +16,14 @@ def render(ctx: ui.Context) -> None:
     load = data.load(since, until)
     alerts = data.alerts(since, until, job=ctx.job, host=ctx.host)
     matches = data.matches(since=since, until=until, job=ctx.job, host=ctx.host)
-    open_alerts = alerts[~alerts["acked"]] if not alerts.empty else alerts
+    open_alerts = alerts[(alerts["state"] == "firing") & ~alerts["acked"]] if not alerts.empty else alerts
     std = load[load["type"] == "LoadStd"] if not load.empty else load
     imbalance = int((load["type"] == "Imbalance").sum()) if not load.empty else 0
 
     cols = st.columns(5)
     cols[0].metric("Jobs", int(matches["job_id"].nunique()) if not matches.empty else 0)
     cols[1].metric("Matches", len(matches))
-    warn = int((open_alerts["severity"] != "info").sum()) if not open_alerts.empty else 0
+    warn = int(open_alerts["severity"].isin(URGENT).sum()) if not open_alerts.empty else 0
     cols[2].metric("Open alerts", len(open_alerts), delta=f"{warn} warning+" if warn else None, delta_color="inverse")
     if not std.empty:
         last = std.iloc[-1]
@@ -40,7 +41,8 @@ def render(ctx: ui.Context) -> None:
         threshold = ctx.data.pack.settings.get("imbalance_threshold")
         st.altair_chart(charts.load_chart(load, alerts, threshold), width="stretch")
         st.caption("Line: std-dev of load_one over the hosts per Ganglia round; dots: Balance / Imbalance rounds; "
-                   "vertical rules: warning alerts (colour = severity); dashed: the pack's imbalance threshold.")
+                   "vertical rules: when warning-or-worse alerts fired (colour = severity); dashed: the pack's "
+                   "imbalance threshold.")
 
     past = data.history("anomalies")
     if not past.empty:
@@ -48,17 +50,14 @@ def render(ctx: ui.Context) -> None:
             st.altair_chart(charts.anomaly_bars(past), width="stretch")
 
     st.subheader("Needs a look")
-    urgent = open_alerts[open_alerts["severity"] != "info"] if not open_alerts.empty else open_alerts
+    urgent = open_alerts[open_alerts["severity"].isin(URGENT)] if not open_alerts.empty else open_alerts
     if urgent.empty:
-        st.success("No open warning alerts.")
+        st.success("No open warning-or-worse alerts.")
     else:
-        shown = urgent.sort_values("ts", ascending=False).head(8)
-        for row in shown.to_dict("records"):
-            view = ui.VIEW_OF_QUERY.get(row["query"], "alerts")
-            extra = {"task": row["task_id"]} if view in ("stragglers", "imbalance") and row["task_id"] else {}
-            ui.link(ctx, view, f"{row['query']} ({row['severity']}): {row['summary']}",
-                    icon=":material/warning:", **extra)
-    st.caption(f"{len(open_alerts)} open alert(s) in all; see the Alerts view to acknowledge them.")
+        for row in sort_for_display(urgent).head(8).to_dict("records"):
+            ui.alert_link(ctx, row, f"{row['alertname']} ({row['severity']}): {row['summary']}", fallback="alerts")
+    st.caption(f"{len(open_alerts)} open alert(s) in all; see the Alerts view for their evidence and to acknowledge "
+               "them.")
     cols = st.columns(3)
     with cols[0]:
         ui.link(ctx, "alerts", "All alerts", icon=":material/notifications:")

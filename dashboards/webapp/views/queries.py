@@ -1,5 +1,6 @@
 """Queries: the loaded pack, matches and alerts per query, the match rate, and -- from the service -- the runs alive,
-everything shed (events and partial matches) and the partial matches shed."""
+everything shed (events and partial matches) and the partial matches shed; the pack's alert rules with their open
+and resolved alerts."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def render(ctx: ui.Context) -> None:
                    "metrics endpoint (--metrics http://127.0.0.1:PORT/metrics).")
     if data.deadletter():
         st.caption(f"Dead-lettered events in the store: {data.deadletter()}.")
+    rules(ctx, since, until)
     st.subheader("Query text")
     for q in pack.queries:
         with st.expander(f"{q.name}: {q.description}"):
@@ -49,6 +51,20 @@ def render(ctx: ui.Context) -> None:
             if view:
                 ui.link(ctx, view, f"Open the {view} view", icon=":material/open_in_new:")
     st.caption("Sources: " + "; ".join(data.describe()))
+
+
+def rules(ctx: ui.Context, since: float | None, until: float | None) -> None:
+    """The pack's alert rules (records are facts, alerts are judgements), with their alerts in the window."""
+    table = ctx.data.pack.rules_frame()
+    if table.empty:
+        return
+    st.subheader("Alert rules")
+    alerts = ctx.data.alerts(since, until)
+    if not alerts.empty:
+        per = alerts.assign(open=alerts["state"] == "firing").groupby("alertname")["open"].agg(["sum", "size"])
+        table["open_alerts"] = table["rule"].map(per["sum"]).fillna(0).astype(int)
+        table["alerts"] = table["rule"].map(per["size"]).fillna(0).astype(int)
+    st.dataframe(table, hide_index=True, width="stretch", key="rules_table")
 
 
 def _total(stats, column: str) -> str | int:
