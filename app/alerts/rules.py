@@ -206,6 +206,7 @@ class _Group:
     records: int = 0
     labels: dict[str, str] | None = None  # labels of the firing alert (to resolve exactly it)
     record: dict[str, Any] | None = field(default=None, repr=False)  # the record behind ``evidence``, until built
+    cleared_by: dict[str, Any] | None = None  # the values of the record that resolved it
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "record"}
@@ -323,7 +324,7 @@ class AlertEngine:
             del self.groups[(rule.name, key)]
             return
         if rule.resolve_when is None or rule.resolve_when(env) is True:
-            group.env = {**(group.env or {}), **env}
+            group.cleared_by = {k: v for k, v in env.items() if k != "value" or v is not None}
             self._resolve(rule, key, group, now, out)
 
     def _fire(self, rule: _Rule, key: tuple, group: _Group, at: float, out: list[Alert]) -> None:
@@ -397,6 +398,8 @@ class AlertEngine:
         }
         if "value" in env and env["value"] is not None:
             annotations["value"] = str(env["value"])
+        if ends_at is not None and group.cleared_by:  # the summary stays the one it fired with; what cleared it:
+            annotations["resolved_by"] = json.dumps(group.cleared_by, sort_keys=True, default=str)
         starts = group.fired_at if group.fired_at is not None else at
         return Alert(labels, annotations, starts, ends_at, self.generator_url, at=at)
 

@@ -216,3 +216,12 @@ def test_a_late_record_is_judged_at_its_own_time() -> None:
     out = e.observe(skew("late", 500.0), 100.0)  # an hour and more behind the clock
     assert names(out) == [("Skew", "late", "critical", "firing"), ("Skew", "late", "critical", "resolved")]
     assert out[0].starts_at == 100.0 and out[1].ends_at == 3700.0
+
+
+def test_a_resolution_keeps_the_firing_summary_and_says_what_cleared_it() -> None:
+    e = engine()
+    e.observe(rec("j", queued=150), 0.0)
+    (fired,) = e.advance(180.0)
+    (done,) = e.observe(rec("j", queued=5), 210.0)
+    assert done.annotations["summary"] == fired.annotations["summary"]
+    assert json.loads(done.annotations["resolved_by"])["queued"] == 5
