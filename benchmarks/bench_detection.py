@@ -177,7 +177,10 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _fmt(x: float | None, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
+    if x is None:
+        return "-"
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0"
 
 
 def print_table(rows: list[dict[str, Any]], runs: list[dict[str, Any]]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import bench_hotpath, bench_strategies
+from benchmarks import bench_detection, bench_hotpath, bench_strategies
 
 
 def _tables(text: str) -> list[str]:
@@ -49,3 +49,19 @@ def test_bench_hotpath_quick(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(headers) == 1 and "events/s" in headers[0]
     assert "hot-path figure:" in out
     assert "100 events overall" in out
+
+
+def test_bench_detection_one_small_cluster(capsys: pytest.CaptureFixture[str]) -> None:
+    """One 20-node hour: every planted anomaly is found and nothing else is alerted (the README's table measures 24)."""
+    assert bench_detection.main(["--seeds", "6", "--traces", "fb2010", "--sizes", "20", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert len(_tables(out)) == 1
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in out.splitlines() if line.startswith("| ") and not line.startswith("| kind")}
+    assert set(rows) == set(bench_detection.KINDS)
+    for kind, cells in rows.items():
+        anomalies, _planted, alerts, precision, recall = cells[:5]
+        if int(anomalies):
+            assert recall == "1.00" and precision == "1.00", (kind, cells)
+        else:
+            assert alerts == "0", (kind, cells)
