@@ -29,6 +29,7 @@ from app.metrics import MetricsServer, Registry
 from app.pack_runner import PackRunner
 from app.store import Batch, CheckpointRow, OffsetRow, Store, store_path
 from app.watermark import INF, NEG_INF, Watermark
+from engine.events import max_width_ticks, seconds_limit
 
 try:  # a C JSON decoder: ~4x the standard library's speed on small objects, the service's largest per-event cost
     from orjson import loads as _loads
@@ -97,11 +98,11 @@ def make_event_parser(tick: float) -> Callable[[Any], Any]:
 
     The fast path fills the event's slots directly (what ``Event.__init__`` computes, without its keyword handling and
     second copy of the attributes): a third of the per-event cost of decoding.  ``obj`` is not modified."""
-    from engine.events import Event, event_from_json
+    from engine.events import Event, event_from_json, seconds_limit
 
     direct = getattr(Event, "__slots__", None) == _EVENT_SLOTS
     new = Event.__new__
-    inf = math.inf
+    lim = seconds_limit(tick)  # NaN, infinities and absurd times fail these bounds: event_from_json reports them
 
     def parse(obj: Any) -> Any:
         if type(obj) is dict and "lo" not in obj and "hi" not in obj:
@@ -110,7 +111,8 @@ def make_event_parser(tick: float) -> Callable[[Any], Any]:
             delta = obj.get("delta", 0.0)
             eid = obj.get("id")
             if (type(etype) is str and etype and type(ts) in (float, int) and type(delta) in (float, int)
-                    and 0 <= delta < inf and -inf < ts < inf and (eid is None or type(eid) is str)):
+                    and 0 <= delta <= lim and -lim <= ts <= lim and -lim <= ts - delta and ts + delta <= lim
+                    and (eid is None or type(eid) is str)):
                 ts = float(ts)
                 attrs = obj.copy()
                 del attrs["type"], attrs["ts"]
@@ -148,7 +150,8 @@ class Service:
         self.cfg = cfg
         self.pack = pack
         self.tick = float(pack.tick)
-        self.umax = math.ceil(2 * cfg.max_delta / self.tick) + 1
+        self.umax = max_width_ticks(cfg.max_delta, self.tick)
+        self.seconds_limit = seconds_limit(self.tick)  # beyond: dead-lettered as invalid, not a crash
         self.bound = (cfg.max_delta + cfg.allowed_lateness) / self.tick
         self.topics = list(cfg.shared_topics) + [t for t in cfg.broadcast_topics if t not in cfg.shared_topics]
         self.ranks = {t: i for i, t in enumerate(self.topics)}
@@ -471,7 +474,7 @@ class Service:
         # partition's watermark and rebuild point, which needs their time alone.
         built = None if types is None else frozenset(types) | (store_types or frozenset())
         tick = self.tick
-        inf = math.inf
+        lim = self.seconds_limit
         for rec in records:
             tp = (rec.topic, rec.partition)
             if tp not in self.assignment:
@@ -501,8 +504,8 @@ class Service:
                         delta = obj.get("delta", 0.0)
                         eid = obj.get("id")
                         if (type(etype) is str and etype and type(ts) in (float, int) and type(delta) in (float, int)
-                                and 0 <= delta < inf and -inf < ts < inf and (eid is None or type(eid) is str)
-                                and "lo" not in obj and "hi" not in obj):
+                                and 0 <= delta <= lim and -lim <= ts <= lim and -lim <= ts - delta and ts + delta <= lim
+                                and (eid is None or type(eid) is str) and "lo" not in obj and "hi" not in obj):
                             tlo = round((ts - delta) / tick)
                             thi = round((ts + delta) / tick)
                             if thi - tlo > umax:
