@@ -27,8 +27,9 @@ JOB_KEYS = frozenset({"job_id", "task_id", "attempt_id"})
 class PackRunner:
     """All enabled queries of a pack, fed one event at a time; knows each query's output mode and alert."""
 
-    def __init__(self, pack: Any, umax: int, *, shedding: bool = True) -> None:
+    def __init__(self, pack: Any, umax: int, *, shedding: bool = True, limits: Any = None) -> None:
         from engine.plan.compiler import compile_spec
+        from engine.runtime import limits as run_limits
         from engine.runtime.matcher import PackFeeder, make_matcher
         from engine.shedding import SheddingMatcher, from_pack
 
@@ -38,7 +39,9 @@ class PackRunner:
         self.specs = [q for q in pack.queries if q.enabled]
         self.by_name = {spec.name: spec for spec in self.specs}
         self.cqs = [compile_spec(q, self.tick) for q in self.specs]
-        self.matchers = [make_matcher(cq, umax) for cq in self.cqs]
+        # Memory bounds on partial matches (engine.runtime.limits): the pack's settings.limits unless given.
+        self.limits = limits if limits is not None else run_limits.from_settings(getattr(pack, "settings", None))
+        self.matchers = [run_limits.apply(make_matcher(cq, umax), self.limits) for cq in self.cqs]
         self.pairs = list(zip(self.specs, self.matchers, strict=True))
         self.windows = [cq.window for cq in self.cqs]
         self.shedding = from_pack(pack)
@@ -71,6 +74,13 @@ class PackRunner:
 
     def runs_alive(self) -> dict[str, int]:
         return {spec.name: m.runs_alive() for spec, m in self.pairs}
+
+    def limit_drops(self) -> dict[str, int]:
+        """Per query: partial matches the memory bounds dropped since this runner was built (runs, or enumerations
+        cut short: :mod:`engine.runtime.limits`)."""
+        from engine.runtime.limits import dropped
+
+        return {spec.name: dropped(m) for spec, m in self.pairs}
 
     def shed_counts(self) -> dict[str, tuple[int, int]]:
         """Per query: (partial matches shed, input events dropped) so far; empty without shedding.  Events are

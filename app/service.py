@@ -77,6 +77,7 @@ class ServiceConfig:
     drain_timeout: float = 5.0  # at a clean stop, how long to keep delivering committed alerts
     max_seconds: float | None = None
     shedding: bool = True  # apply the pack's settings.shedding (pSPICE); False: never shed
+    limits: Any = None  # engine.runtime.limits.Limits; None: the pack's settings.limits
     # Events kept in the store's ``events`` table for the dashboard: these types, plus ``Metric`` samples of
     # ``store_metric`` at most one per host every ``store_metric_every`` seconds of event time (None: none).
     store_event_types: tuple[str, ...] = ("LoadStd", "Balance", "Imbalance")
@@ -190,7 +191,7 @@ class Service:
             for name, (runs, events) in self.runner.shed_counts().items():
                 b = self._shed_base.get(name, (0, 0))
                 self._shed_base[name] = (b[0] + runs, b[1] + events)
-        self.runner = PackRunner(self.pack, self.umax, shedding=self.cfg.shedding)
+        self.runner = PackRunner(self.pack, self.umax, shedding=self.cfg.shedding, limits=self.cfg.limits)
         self.wm = Watermark(self.bound, self.cfg.idle_timeout, self.tick)
         # id(event) -> when it could first be processed (see app.pack_runner), kept only while shedding is on
         self.arrivals: dict[int, float] | None = {} if self.runner.shedder is not None else None
@@ -724,6 +725,8 @@ class Service:
             alive = self.runner.runs_alive()
             for name, n in alive.items():
                 m.set("hcep_runs_alive", n, {"query": name})
+            for name, n in self.runner.limit_drops().items():  # memory bounds, since the engine was (re)built
+                m.set("hcep_limit_dropped", n, {"query": name})
             self._shed_metrics(alive)
 
     def _shed_metrics(self, alive: dict[str, int]) -> None:

@@ -302,6 +302,22 @@ def test_max_delta_in_help():
     assert "--max-delta" in proc.stdout and "7.5" in proc.stdout
 
 
+def test_memory_limits_drop_and_report_on_one_stderr_line(tmp_path):
+    events = tmp_path / "ev.jsonl"
+    lines = [{"type": "A", "ts": 0, "k": 1}, *({"type": "B", "ts": i, "k": 1} for i in range(1, 13)),
+             {"type": "C", "ts": 20, "k": 1}]
+    events.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    query = ["--query-text", "PATTERN SEQ(A a, B+ b[], C c) WHERE [k] WITHIN 1 minute"]
+    proc = hcep("match", str(events), *query)
+    assert proc.returncode == 0 and proc.stderr == "" and len(records(proc.stdout)) == 2**12 - 1
+    proc = hcep("match", str(events), *query, "--max-runs-per-key", "100")
+    assert proc.returncode == 0 and len(records(proc.stdout)) == 100
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "memory limits dropped partial matches" in lines[0] and "query 1" in lines[0]
+    one_line_error(hcep("match", str(events), *query, "--max-runs", "-1"), "--max-runs")
+    assert "--max-runs-per-key" in hcep("match", "--help").stdout
+
+
 def test_missing_events_file(tmp_path):
     one_line_error(hcep("match", str(tmp_path / "nope.jsonl"), "--pack", str(PACK)), "nope.jsonl")
 

@@ -218,17 +218,35 @@ def _query_text_error(err: Any) -> str:
     return f"hcep match: --query-text{where}: {getattr(err, 'reason', err)}"
 
 
+def limits_of(args: argparse.Namespace, pack: Any = None) -> Any:
+    """The pack's ``settings.limits`` (or the defaults) under ``--max-runs-per-key`` / ``--max-runs``."""
+    from engine.runtime.limits import LimitsError, from_settings
+
+    try:
+        limits = from_settings(getattr(pack, "settings", None) if pack is not None else None)
+    except LimitsError as err:
+        raise CommandError(f"{args.pack}: {err}") from None
+    return limits.with_overrides(getattr(args, "max_runs_per_key", None), getattr(args, "max_runs", None))
+
+
 def run(args: argparse.Namespace) -> int:
-    from engine import match_events
+    from engine.runtime.limits import StreamedMatch
 
     compiled, tick, pack = compiled_with_pack(args)
     events = read_events(args.events, tick, max_delta_of(args, pack))
-    records = match_events(compiled, events)
+    limits = limits_of(args, pack)
+    matched = StreamedMatch(compiled, events, limits)
     write = sys.stdout.write
-    for record in records:
+    for record in matched:  # written as they complete: an exponential output is never held
         write(json.dumps(record))
         write("\n")
     sys.stdout.flush()
+    drops = matched.dropped()
+    if drops:
+        per = ", ".join(f"{name} {n:,}" for name, n in drops.items())
+        bounds = f"--max-runs-per-key {limits.runs_per_key or 'none'}, --max-runs {limits.runs or 'none'}"
+        print(f"hcep match: memory limits dropped partial matches (runs dropped, or enumerations cut short): {per} "
+              f"({bounds}); some matches may be missing", file=sys.stderr)
     return 0
 
 

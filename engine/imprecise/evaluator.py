@@ -44,6 +44,10 @@ from engine.plan.predicates import KleeneCell, Placement, compile_expr, referenc
 NEG_INF = -math.inf
 
 
+class _Exhausted(Exception):
+    """The enumeration of one closing event reached its bound (engine.runtime.limits)."""
+
+
 def _canon(e: Event) -> tuple:
     return (e.tlo, e.thi, e.seq)
 
@@ -224,6 +228,13 @@ class ImpreciseMatcher:
         self.remember_dead_ends = (self.m >= 3 and not self.trailing and not self.comps[-2].kleene
                                    and self.m - 1 in self.free and not cq.negations and self.window is not None)
         self._dead_ends: dict[int, tuple[Event, float]] = {}  # id -> (candidate, the window's floor then)
+        # Memory bounds (engine.runtime.limits): signatures evaluated per closing event and per feed step; an
+        # enumeration that reaches one stops there and is counted in ``truncated``.
+        self.max_signatures_per_closing: int | None = None
+        self.max_signatures_per_step: int | None = None
+        self.truncated = 0
+        self._stop_at = math.inf
+        self._step_stop = math.inf
 
     def _plan_enumeration(self) -> None:
         """Which predicates can run before the confidence DP: singleton-only ones once their earliest variable is
@@ -365,6 +376,8 @@ class ImpreciseMatcher:
     def _close(self, safe: float) -> list[dict]:
         out: list[dict] = []
         pending = self.pending
+        cap = self.max_signatures_per_step
+        self._step_stop = math.inf if cap is None else self.signatures + cap
         while pending and pending[0][0] < safe:
             _, _, z = heapq.heappop(pending)
             self._close_event(z, out)
@@ -395,7 +408,12 @@ class ImpreciseMatcher:
 
     def _close_event(self, z: Event, out: list[dict]) -> None:
         self._collapse: dict[tuple, list] = {}
-        self._enumerate_closed_by(z, out)
+        cap = self.max_signatures_per_closing
+        self._stop_at = self._step_stop if cap is None else min(self._step_stop, self.signatures + cap)
+        try:
+            self._enumerate_closed_by(z, out)
+        except _Exhausted:
+            self.truncated += 1
         for assignment, conf, sets in self._collapse.values():
             merged = [sorted(sets[k], key=_canon) if comp.kleene else evs
                       for k, (comp, evs) in enumerate(zip(self.comps, assignment, strict=True))]
@@ -736,6 +754,8 @@ class ImpreciseMatcher:
             key = self._return_key(assignment)
             if key in self.emitted:
                 return False
+        if self.signatures >= self._stop_at:
+            raise _Exhausted
         self.signatures += 1
         conf = signature_confidence(self.cq, assignment, self._negation_candidates(assignment, eqv))
         if conf.value <= 0.0 or conf.value < self.threshold:

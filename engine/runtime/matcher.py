@@ -86,6 +86,12 @@ class Matcher:
         self._step = self._step_any if self.any else self._step_next
         self.shed_runs = 0  # runs removed by shed() (engine.shedding); the hot path never reads it
         self.first_type = cq.components[0].type
+        # Memory bounds (engine.runtime.limits): runs per pool and in total; feed() compares ``alive`` with the
+        # smaller one, so they cost one comparison per event until they bind.
+        self.max_runs_per_key: int | None = None
+        self.max_runs: int | None = None
+        self.limit_at: float = math.inf
+        self.dropped_runs = 0  # runs dropped by those bounds
 
     # ------------------------------------------------------------------ public
 
@@ -131,6 +137,10 @@ class Matcher:
             self._step_pools((None,), ev, t, out)
         if etype == self.first_type:
             self._start(ev, t, out)
+        if self.alive > self.limit_at:
+            from engine.runtime.limits import enforce
+
+            enforce(self, ev)
         if out:
             self.matches += len(out)
         return out
