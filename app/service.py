@@ -499,7 +499,8 @@ class Service:
                     new_events += 1
                 try:
                     obj = loads(line)
-                    if built is not None and type(obj) is dict and obj.get("type") not in built:
+                    if built is not None and type(obj) is dict and (type(obj.get("type")) is not str
+                                                                    or obj.get("type") not in built):
                         etype = obj.get("type")
                         ts = obj.get("ts")
                         delta = obj.get("delta", 0.0)

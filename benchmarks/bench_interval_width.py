@@ -6,7 +6,7 @@ size"): ``A`` at 0 and ``B`` at ``w``, each with ``delta = w``; longer patterns 
 interval has ``2w / 0.1 + 1`` points.  Each configuration is matched with
 :func:`engine.match_events` (the whole evaluator: enumeration, confidence, records), timed in CPU seconds, once with
 the default method (``auto``: the segment sweep where it pays, :mod:`engine.imprecise.segments`) and once with the
-tick DP alone (``ticks``, what the engine did before), in a child process limited to ``--budget`` CPU seconds (its
+tick DP alone (``ticks``, what the engine did before), stopped by a CPU-time alarm after ``--budget`` seconds (its
 cost jumps from linear to quadratic in the width once the window binds, so it cannot be extrapolated): a run over
 the budget is shown as ``> B s`` and the larger widths are skipped.  Target: flat from 1 s to 1e6 s.
 
@@ -16,9 +16,7 @@ the budget is shown as ``> B s`` and the larger widths are skipped.  Target: fla
 from __future__ import annotations
 
 import argparse
-import resource
-import subprocess
-import sys
+import signal
 import time
 
 from engine import Event, compile_query, match_events
@@ -58,37 +56,37 @@ def time_match(query: str, types: str, width: float, method: str) -> tuple[float
         confidence.METHOD = old
 
 
-def in_child(shape: str, width: float, method: str, budget: float) -> tuple[float, int] | None:
-    """:func:`time_match` in a child process limited to ``budget`` CPU seconds; ``None`` when it ran out."""
+class OverBudget(Exception):
+    """A tick-DP run used up its CPU-time budget."""
 
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_CPU, (int(budget), int(budget) + 1))
 
-    cmd = [sys.executable, "-m", "benchmarks.bench_interval_width", "--child", shape, repr(width), method]
-    proc = subprocess.run(cmd, preexec_fn=limit, capture_output=True, text=True)
-    if proc.returncode != 0:
+def within_budget(shape: str, width: float, method: str, budget: float) -> tuple[float, int] | None:
+    """:func:`time_match` stopped by a CPU-time alarm (``ITIMER_PROF``) after ``budget`` seconds; ``None`` then."""
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise OverBudget
+
+    old = signal.signal(signal.SIGPROF, stop)
+    signal.setitimer(signal.ITIMER_PROF, budget)
+    try:
+        return time_match(*SHAPES[shape], width, method)
+    except OverBudget:
         return None
-    seconds, n = proc.stdout.split()
-    return float(seconds), int(n)
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="widths up to 1e4 s, tick DP budget 10 s")
-    parser.add_argument("--child", nargs=3, metavar=("SHAPE", "WIDTH", "METHOD"), help=argparse.SUPPRESS)
     parser.add_argument(
         "--budget",
         type=float,
         default=60.0,
-        help="CPU seconds allowed to one tick-DP run (in a child process); larger widths are skipped after one",
+        help="CPU seconds allowed to one tick-DP run; larger widths are skipped after one that ran out",
     )
     args = parser.parse_args(argv)
-    if args.child:
-        shape, width, method = args.child
-        time_match(*SHAPES[shape], 1.0, method)  # warm-up: first calls, imports
-        seconds, n = time_match(*SHAPES[shape], float(width), method)
-        print(f"{seconds} {n}")
-        return 0
     widths = WIDTHS[:5] if args.quick else WIDTHS
     budget = 10.0 if args.quick else args.budget
     print(
@@ -107,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                     cells.append(f"{'-':>11}")
                     continue
                 if method == "ticks":
-                    got = in_child(name, w, method, budget)
+                    got = within_budget(name, w, method, budget)
                     if got is None:
                         cells.append(f"{'> ' + format(budget, 'g') + ' s':>11}")
                         over = True

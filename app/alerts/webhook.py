@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import http.client
 import json
 import logging
 import os
@@ -153,8 +154,13 @@ def post(hook: Webhook, alerts: list[dict[str, Any]], timeout: float = 5.0) -> N
     if secret:
         headers[SIGNATURE_HEADER] = sign(body, secret)
     req = urllib.request.Request(hook.url, data=body, headers=headers, method="POST")
-    with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - http(s) checked in parse_webhooks
-        resp.read()
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - http(s) checked in parse_webhooks
+            resp.read(1 << 20)  # the body is not used: a receiver answering gigabytes costs one megabyte
+    except (http.client.HTTPException, OverflowError) as err:
+        # A malformed answer (bad status line, a body cut short, an absurd length; found by fuzzing) is a failed
+        # delivery like any other, retried with back-off; http.client's errors are not OSErrors.
+        raise urllib.error.URLError(f"malformed response: {type(err).__name__}: {err}") from None
 
 
 def backoff(attempts: int, base: float, cap: float) -> float:

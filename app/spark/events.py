@@ -300,7 +300,7 @@ def read_parquet(
     def convert(frames: Iterator[Any]) -> Iterator[Any]:
         import pandas as pd
 
-        from app.spark.archive import event_from_row
+        from app.spark.archive import ArchiveError, event_from_row
 
         for pdf in frames:
             rows = []
@@ -308,9 +308,16 @@ def read_parquet(
                 pdf["batch"], pdf["seq"], pdf["id"], pdf["type"], pdf["ts"], pdf["lo"], pdf["hi"], pdf["attrs"],
                 strict=True,
             ):
-                obj = event_from_row({"type": type_, "ts": ts, "id": id_, "lo": lo, "hi": hi, "attrs": attrs_json})
-                rows.append(parse_event(obj, json.dumps(obj), offsets[batch] + int(seq_), tick, attrs,
-                                        f"{path}: event {id_}", max_width))
+                where = f"{path}: event {id_}"
+                try:
+                    obj = event_from_row({"type": type_, "ts": ts, "id": id_, "lo": lo, "hi": hi,
+                                          "attrs": attrs_json})
+                except ArchiveError as err:
+                    rows.append((offsets[batch] + int(seq_), None, None, None, None, None, f"{path}: {err}")
+                                + (None,) * len(attrs))
+                    continue
+                rows.append(parse_event(obj, json.dumps(obj), offsets[batch] + int(seq_), tick, attrs, where,
+                                        max_width))
             yield pd.DataFrame(rows, columns=columns)
 
     cols = ["batch", "seq", "id", "type", "ts", "lo", "hi", "attrs"]

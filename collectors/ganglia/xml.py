@@ -284,6 +284,8 @@ def parse_document(data: bytes | str) -> GangliaDocument:
         ) from None
     except RecursionError:
         raise GangliaXmlError("nesting too deep") from None
+    except LookupError as err:  # <?xml encoding="..."?> naming a codec Python lacks (found by fuzzing)
+        raise GangliaXmlError(f"unsupported XML encoding declaration: {err}") from None
     if builder.doc is None:
         raise GangliaXmlError("no <GANGLIA_XML> element")
     return builder.doc

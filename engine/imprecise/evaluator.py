@@ -36,7 +36,7 @@ from typing import Any
 
 from engine.events import Event
 from engine.imprecise.confidence import Confidence, _chain_confidence, signature_confidence
-from engine.output import return_key
+from engine.output import key_of, return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.consistency import classify, false_consistent, is_monotone
 from engine.plan.predicates import KleeneCell, Placement, compile_expr, references
@@ -116,7 +116,7 @@ class _TypeBuffer:
         if w > self.width:
             self.width = w
         if self.key is not None:
-            v = e.attrs.get(self.key)
+            v = key_of(e.attrs.get(self.key))
             sub = self.keyed.get(v)
             if sub is None:
                 sub = self.keyed[v] = _Keyed()
@@ -135,7 +135,7 @@ class _TypeBuffer:
         """:meth:`span` restricted to the events whose key is ``value`` or missing (``value`` not None), in the same
         order."""
         lo_from = NEG_INF if floor == NEG_INF else floor - self.width
-        mine = self.keyed.get(value)
+        mine = self.keyed.get(key_of(value))
         shared = self.keyed.get(None)
         if shared is None or not shared.events:
             if mine is None:
@@ -175,7 +175,7 @@ class _TypeBuffer:
             self.events = [e for e in self.events if e.thi >= min_thi]
             self.los = [e.tlo for e in self.events]
             if self.key is not None:
-                for v in {e.attrs.get(self.key) for e in gone}:
+                for v in {key_of(e.attrs.get(self.key)) for e in gone}:
                     sub = self.keyed.get(v)
                     if sub is not None:
                         sub.prune(min_thi)
@@ -693,7 +693,7 @@ class ImpreciseMatcher:
         seen: set = set()  # one per equivalence binding
         for e in cands:
             if e.tlo > lo and e.thi < hi:
-                bound = self._bind_eq(eqv, e)
+                bound = key_of(self._bind_eq(eqv, e))
                 if bound in seen:
                     continue
                 seen.add(bound)

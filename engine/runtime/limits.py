@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.output import key_of
+
 DEFAULT_RUNS_PER_KEY = 20_000
 DEFAULT_RUNS = 200_000
 
@@ -100,7 +102,7 @@ def enforce(m: Any, ev: Any) -> None:
     """Bring the pools ``ev`` touched back under the bounds of the NFA^b runtime ``m`` (see the module doc)."""
     pools = m.pools
     if m.partitioned:
-        x = ev.attrs.get(m.attr0)
+        x = key_of(ev.attrs.get(m.attr0))
         keys = list(pools) if x is None else [k for k in (x, None) if k in pools]
     else:
         keys = [None] if None in pools else []

@@ -57,10 +57,8 @@ def test_dropped_partial_matches_are_a_metric(tmp_path: Path) -> None:
         shedding=False,
     )
     svc = Service(cfg, pack)
-    seq = 0
-    for t, etype in [(0, "A"), *((i, "B") for i in range(1, 13))]:
+    for seq, (t, etype) in enumerate([(0, "A"), *((i, "B") for i in range(1, 13))]):
         svc.runner.feed(Event(etype, float(t), {"k": 1, "v": t}, id=f"e{seq}", seq=seq, tick=1.0))
-        seq += 1
     svc._gauges()
     assert svc.metrics.get("hcep_limit_dropped", {"query": "T"}) > 0
     assert svc.metrics.get("hcep_runs_alive", {"query": "T"}) <= 40

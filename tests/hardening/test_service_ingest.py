@@ -31,6 +31,7 @@ BAD = [
     b'{"type": "Other", "ts": 1e308}',  # a type no query reads: the clock-only path
     b'{"type": "Other", "ts": 5, "delta": 1e300}',
     b'{"type": "Other", "ts": 1' + b"0" * 400 + b"}",
+    b'{"type": {"a": 1}, "ts": 1}',  # an object as the type: TypeError in the clock-only path (fuzzing)
     b'{"type": "A", "ts": 5, "delta": 100}',  # too wide for max_delta 7.5
 ]
 
