@@ -117,3 +117,25 @@ def test_pack_runner_applies_the_pack_limits_and_reports_drops() -> None:
     for ev in sort_events(blowup(12)):
         runner.feed(ev)
     assert runner.limit_drops()["t"] > 0 and runner.runs_alive()["t"] <= 50
+
+
+def test_a_signature_too_costly_to_be_exact_is_skipped_and_counted() -> None:
+    """Ten mutually overlapping Kleene elements under an order-dependent predicate: the confidence DP has thousands
+    of placement states for the larger sets; past the work budget a signature is skipped, not computed for seconds."""
+    from engine.imprecise import evaluator
+
+    cq = compile_query("PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v >= b[i-1].v WITHIN 1 minute", tick=0.1)
+    events = [Event("A", 0.0, {}, id="a", seq=0, lo=0.0, hi=0.5)]
+    events += [Event("B", 1.0 + 0.1 * i, {"v": i % 3}, id=f"b{i}", seq=i + 1, lo=0.6, hi=9.0) for i in range(10)]
+    events.append(Event("C", 10.0, {}, id="c", seq=99, lo=9.5, hi=10.0))
+    old = evaluator.SIGNATURE_WORK
+    evaluator.SIGNATURE_WORK = 20_000
+    try:
+        streamed = StreamedMatch([cq], events, Limits(runs_per_key=5000, runs=5000))
+        got = list(streamed)
+    finally:
+        evaluator.SIGNATURE_WORK = old
+    (m,) = streamed.matchers
+    assert m.skipped > 10 and m.truncated == 0  # the largest sets (nine or ten elements, some of eight)
+    assert streamed.dropped() == {cq.name: m.skipped}
+    assert 2**10 - 1 - m.skipped - 5 <= len(got) <= 2**10 - 1 - m.skipped

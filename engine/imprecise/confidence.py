@@ -159,14 +159,14 @@ def _chain_mass(events: Sequence[Event], first_lo: int, first_hi: int, cap: floa
     return total / (denom * (e1.thi - e1.tlo + 1)), hi  # every count is positive: the latest point is hi
 
 
-def _chain_confidence(events: Sequence[Event], window: int | None) -> Confidence:
+def _chain_confidence(events: Sequence[Event], window: int | None, meter: segments.Meter | None = None) -> Confidence:
     """Exact confidence of one event per component (the usual Hadoop case) without the general state DP.
 
     Without a binding window the chain is one pass; otherwise the first point is fixed tick by tick only where the
     window can cut the chain (``t_1 <= t_m.upper - W``), the rest is one pass.  Wide intervals go to the segment sweep
     (:data:`CHAIN_TICK_WORK`)."""
     if METHOD == "segments" or (METHOD == "auto" and _chain_work(events, window) > CHAIN_TICK_WORK):
-        return _from_count(*segments.chain_count(events, window))
+        return _from_count(*segments.chain_count(events, window, meter))
     first, last = events[0], events[-1]
     if window is None or last.thi - first.tlo < window:
         total, end = _chain_mass(events, first.tlo, first.thi, math.inf)
@@ -268,13 +268,15 @@ def signature_confidence(
     cq: CompiledQuery,
     assignment: Sequence[Sequence[Event]],
     negation_candidates: Sequence[Sequence[Event]] = (),
+    meter: segments.Meter | None = None,
 ) -> Confidence:
     """Confidence of the signature ``assignment`` (one list of events per positive component).
 
     ``negation_candidates[i]`` are the events that may cancel the match through ``cq.negations[i]`` (same type,
     consistent with the equivalence test, not in the signature, and -- unless the negation is order dependent --
     satisfying its predicates).  Predicates are evaluated inside the DP because Kleene iterator predicates depend on
-    the order of the elements in each world.
+    the order of the elements in each world.  ``meter`` counts the DP's transitions and raises
+    :class:`engine.imprecise.segments.WorkExceeded` past its budget.
     """
     comps = cq.components
     m = len(comps)
@@ -300,10 +302,10 @@ def signature_confidence(
             chain = [evs[0] for evs in assignment]
             if valid_intervals(chain, window) is None or not _predicates_hold(cq, chain):
                 return ZERO
-            return _chain_confidence(chain, window)
+            return _chain_confidence(chain, window, meter)
         if METHOD != "ticks":
             try:
-                return _from_count(*segments.signature_count(cq, assignment))
+                return _from_count(*segments.signature_count(cq, assignment, meter))
             except segments.InterpolationError:  # pragma: no cover - a broken degree bound; the tick DP is exact
                 if segments.STRICT:
                     raise
@@ -361,6 +363,8 @@ def signature_confidence(
                     cur[1] = first
 
         here = live.get(t, ())
+        if meter is not None:
+            meter.spend(len(states) * (1 + len(here)))
         for key, (mass, first, bind, j, mask, t_first, gap_x, gaps) in states.items():
             add(key, mass, first, bind, j, mask, t_first, gap_x, gaps)  # place nothing at t
             if window is not None and t_first is not None and t - t_first >= window:

@@ -44,6 +44,29 @@ from engine.plan.predicates import KleeneCell
 STRICT = False
 
 
+class WorkExceeded(ArithmeticError):
+    """A confidence computation passed its :class:`Meter`'s budget (the caller drops the signature, counted)."""
+
+
+class Meter:
+    """Work spent by confidence computations (state transitions tried), against an optional budget.
+
+    Why: a Kleene set of many mutually overlapping elements under an order-dependent predicate has exponentially many
+    placement states; exact is exponential there, so the caller bounds the work and counts what it could not afford
+    (found by fuzzing: inputs of 30 overlapping events took minutes per signature)."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: float = float("inf")) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def spend(self, n: int) -> None:
+        self.used += n
+        if self.used > self.limit:
+            raise WorkExceeded(f"confidence work over {self.limit:,.0f} transitions")
+
+
 class InterpolationError(ArithmeticError):
     """A range sum that should be an integer was not: the polynomial degree bound does not hold (a bug)."""
 
@@ -57,8 +80,14 @@ class Sweep:
     binding per key is enough -- the tick DP merges states on the same key."""
 
     def __init__(
-        self, events: Sequence[Event], comp_of: Sequence[int], comps: Sequence | None, final: Callable | None
+        self,
+        events: Sequence[Event],
+        comp_of: Sequence[int],
+        comps: Sequence | None,
+        final: Callable | None,
+        meter: Meter | None = None,
     ) -> None:
+        self.meter = meter if meter is not None else Meter()
         self.events = list(events)
         self.n = len(self.events)
         self.comp_of = list(comp_of)
@@ -165,8 +194,10 @@ class Sweep:
                 top = min(top, 1)
             level = states
             k = 0
+            spend = self.meter.spend
             while level and k < top:
                 k += 1
+                spend(len(level) * len(live))
                 nxt: dict[tuple, list] = {}
                 finished = 0
                 for key, (cnt, bind) in level.items():
@@ -332,24 +363,29 @@ def _ranges(starts: list[int], end: int) -> list[tuple[int, int]]:
     return [(a, (starts[k + 1] - 1) if k + 1 < len(starts) else end) for k, a in enumerate(starts)]
 
 
-def signature_count(cq, assignment: Sequence[Sequence[Event]]) -> tuple[int, int | None, int | None, int]:
+def signature_count(
+    cq, assignment: Sequence[Sequence[Event]], meter: Meter | None = None
+) -> tuple[int, int | None, int | None, int]:
     """``(matching worlds, earliest first point, latest last point, all worlds)`` of a signature without negation
-    candidates, with the query's predicates (``cq`` a :class:`engine.plan.compiler.CompiledQuery`)."""
+    candidates, with the query's predicates (``cq`` a :class:`engine.plan.compiler.CompiledQuery`).  Raises
+    :class:`WorkExceeded` past the ``meter``'s budget."""
     events: list[Event] = []
     comp_of: list[int] = []
     for j, evs in enumerate(assignment):
         for e in evs:
             events.append(e)
             comp_of.append(j)
-    sweep = Sweep(events, comp_of, cq.components, cq.final)
+    sweep = Sweep(events, comp_of, cq.components, cq.final, meter)
     first_comp = [i for i, j in enumerate(comp_of) if j == 0]
     count, first, last = segment_count(sweep, first_comp, cq.window)
     return count, first, last, _worlds(events)
 
 
-def chain_count(chain: Sequence[Event], window: int | None) -> tuple[int, int | None, int | None, int]:
+def chain_count(
+    chain: Sequence[Event], window: int | None, meter: Meter | None = None
+) -> tuple[int, int | None, int | None, int]:
     """:func:`signature_count` for one event per component whose predicates are known to hold in component order."""
-    sweep = Sweep(chain, list(range(len(chain))), None, None)
+    sweep = Sweep(chain, list(range(len(chain))), None, None, meter)
     count, first, last = segment_count(sweep, [0], window)
     return count, first, last, _worlds(chain)
 

@@ -11,8 +11,11 @@ bounds are lossy on purpose, counted, and set high enough never to bind on the H
   each counted in ``dropped_runs``;
 - the exact possible-worlds evaluator (:class:`engine.imprecise.evaluator.ImpreciseMatcher`) holds no runs: its
   partial matches are the assignments it enumerates when an event closes signatures.  At most ``runs_per_key``
-  signatures are evaluated for one closing event (one key) and ``runs`` for all the closings of one event; an
-  enumeration cut short is counted in ``truncated`` (its remaining signatures are not output);
+  signatures are evaluated for one closing event (one key) and ``runs`` for all the closings of one event, and their
+  confidence DP gets a work budget in proportion (``WORK_PER_SIGNATURE`` transitions each on average, at most
+  ``CLOSING_WORK``); an enumeration cut short is counted in ``truncated`` (its remaining signatures are not
+  output).  Whatever the bounds, one signature whose DP passes ``SIGNATURE_WORK`` transitions is skipped and counted
+  in ``skipped`` (a Kleene set of a dozen overlapping elements under an order-dependent predicate);
 - GRETA's graph grows polynomially (one vertex per relevant event in the window) and is not bounded here.
 
 The pSPICE shedder (:mod:`engine.shedding`) still drops partial matches on latency; these bounds are the memory floor
@@ -95,7 +98,8 @@ def apply(matcher: Any, limits: Limits) -> Any:
 
 def dropped(matcher: Any) -> int:
     """Partial matches the bounds dropped so far: runs (NFA^b) or enumerations cut short (possible worlds)."""
-    return sum(getattr(m, "dropped_runs", 0) + getattr(m, "truncated", 0) for m in _targets(matcher))
+    return sum(getattr(m, "dropped_runs", 0) + getattr(m, "truncated", 0) + getattr(m, "skipped", 0)
+               for m in _targets(matcher))
 
 
 def enforce(m: Any, ev: Any) -> None:
