@@ -376,7 +376,9 @@ def check_xml(data: bytes) -> None:
         assert not record["reason"].startswith("unexpected"), record["reason"]
         return
     for rnd in rounds_from_document(doc, up_only=False):
-        json.dumps(round_events(rnd), allow_nan=False)
+        for ev in round_events(rnd):
+            json.dumps(ev, allow_nan=False)
+            _engine_accepts(ev)
 
 
 # -- gmetad RRD files ---------------------------------------------------------------------------------------------
@@ -480,6 +482,18 @@ def _check_lines(parser_name: str, data: bytes) -> None:
     for ev in events:
         assert isinstance(ev["type"], str) and isinstance(ev["ts"], float) and math.isfinite(ev["ts"])
         json.dumps(ev, allow_nan=False)
+        _engine_accepts(ev)
+
+
+def _engine_accepts(ev: dict) -> None:
+    """A collector publishes only events ``hcep run`` accepts: one it would dead-letter as invalid is a bug of the
+    collector (it should have been dead-lettered there, naming the line)."""
+    from engine import EventError, event_from_json
+
+    try:
+        event_from_json(ev, 0)
+    except EventError as err:
+        raise AssertionError(f"a collector event the engine rejects: {err}") from None
 
 
 def check_jhist(data: bytes) -> None:
@@ -501,6 +515,7 @@ def check_jhist(data: bytes) -> None:
         assert not record["reason"].startswith("parser error:"), record["reason"]
     for ev in events:
         json.dumps(ev, allow_nan=False)
+        _engine_accepts(ev)
 
 
 # -- webhook responses ------------------------------------------------------------------------------------------

@@ -295,7 +295,7 @@ class JhistJsonParser(LineParser):
             return []
         try:
             out = self.events.handle(datum, f"line {lineno}")
-        except RecordError as err:
+        except (RecordError, E.EventRangeError) as err:
             return self.bad(lineno, str(err), line)
         if datum.get("type") in _HANDLERS:
             self.used()
@@ -352,7 +352,8 @@ def parse_jhist_binary(handle: io.BytesIO, ctx: Context) -> Iterator[E.Event]:
             out = events.handle(datum, f"@{start}")
         except Exception as err:  # noqa: BLE001 - RecordError, or anything odd a decodable datum still holds
             stats.dead += 1
-            ctx.deadletter.write(source, f"{source}@{start}", str(err) if isinstance(err, RecordError) else
+            known = isinstance(err, (RecordError, E.EventRangeError))
+            ctx.deadletter.write(source, f"{source}@{start}", str(err) if known else
                                  f"parser error: {type(err).__name__}: {err}", json.dumps(datum, default=str)[:4096])
             continue
         if isinstance(datum, dict) and datum.get("type") in _HANDLERS:

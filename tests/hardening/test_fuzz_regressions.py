@@ -261,3 +261,36 @@ def test_archive_readers_raise_archive_error_naming_where(tmp_path: Path) -> Non
         event_from_row(row)
     with pytest.raises(ArchiveError, match="not a JSON object"):
         event_from_row({**row, "attrs": "[1, 2]"})
+
+
+# ------------------------------------------------------------------ collectors publish only events the engine takes
+
+
+def test_collectors_dead_letter_times_the_engine_rejects() -> None:
+    """A year 9999 log line, a finishTime of 9e15 ms, a LOCALTIME of 1e14: the collectors published events that
+    ``hcep run`` then rejected; now they are dead-lettered where they are, naming the line or document."""
+    from collectors.ganglia.xml import XmlParser
+    from collectors.hadoop.amlog import AmLogParser
+    from collectors.hadoop.common import Context, run_lines
+    from collectors.hadoop.deadletter import DeadLetterSink
+    from collectors.hadoop.jhist import JhistJsonParser
+    from engine import event_from_json
+    from tests.collectors.hadoop_testkit import sample
+    from tests.ganglia.helpers import DATA
+
+    lines = sample("am_syslog").read_text().splitlines()
+    i = next(k for k, line in enumerate(lines) if "Transitioned from INITED to SETUP" in line)
+    lines[i] = "9999" + lines[i][4:]
+    ctx = Context(source="am", deadletter=DeadLetterSink.memory())
+    events = list(run_lines(AmLogParser(ctx), lines))
+    assert any(r["location"] == f"am:{i + 1}" and "out of range" in r["reason"] for r in ctx.deadletter.records)
+    text = sample("jhist").read_text().replace('"finishTime":1700000141900', '"finishTime":9000000000000000')
+    jctx = Context(source="jh", deadletter=DeadLetterSink.memory())
+    events += list(run_lines(JhistJsonParser(jctx), text.split("\n")))
+    assert any("out of range" in r["reason"] for r in jctx.deadletter.records)
+    for ev in events:
+        event_from_json(ev, 0)  # every published event is one the engine takes
+    xml = (DATA / "gmond_cluster.xml").read_text()
+    parser = XmlParser()
+    bad = xml.replace('LOCALTIME="', 'LOCALTIME="9999999', 1)
+    assert parser.parse(bad, "g.xml") is None and "out of range" in parser.deadletter.records[0]["reason"]
