@@ -139,3 +139,21 @@ def test_a_signature_too_costly_to_be_exact_is_skipped_and_counted() -> None:
     assert m.skipped > 10 and m.truncated == 0  # the largest sets (nine or ten elements, some of eight)
     assert streamed.dropped() == {cq.name: m.skipped}
     assert 2**10 - 1 - m.skipped - 5 <= len(got) <= 2**10 - 1 - m.skipped
+
+
+def test_a_wide_negation_without_window_is_bounded_by_the_work_budget() -> None:
+    """With a negation candidate the tick DP stays; without a window it cannot be clipped, so intervals of
+    2,000,001 points would be walked: the signature is skipped (counted) before the tick lists are built."""
+    import time
+
+    cq = compile_query("PATTERN SEQ(A a, ~D d, B b)", tick=1.0)
+    events = [
+        Event("A", 0.0, {}, id="a", seq=0, lo=0.0, hi=2e6, tick=1.0),
+        Event("D", 0.0, {}, id="d", seq=1, lo=1e6, hi=1e6 + 10, tick=1.0),
+        Event("B", 0.0, {}, id="b", seq=2, lo=5e5, hi=2.5e6, tick=1.0),
+    ]
+    start = time.process_time()
+    streamed = StreamedMatch([cq], events)
+    assert list(streamed) == []
+    assert streamed.dropped() == {cq.name: 1}
+    assert time.process_time() - start < 2.0

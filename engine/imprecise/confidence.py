@@ -322,6 +322,8 @@ def signature_confidence(
     spans = [(max(e.tlo, clip_lo), min(e.thi, clip_hi)) for e in events]
     if any(a > b for a, b in spans):
         return ZERO
+    if meter is not None:  # the tick lists below are as long as the intervals: charged before they are built
+        meter.spend(sum(b - a + 1 for a, b in spans))
     ticks = sorted({t for a, b in spans for t in range(a, b + 1)})
     live: dict[int, list[int]] = {}
     for i, (a, b) in enumerate(spans):
