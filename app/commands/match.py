@@ -245,8 +245,11 @@ def run(args: argparse.Namespace) -> int:
     if drops:
         per = ", ".join(f"{name} {n:,}" for name, n in drops.items())
         bounds = f"--max-runs-per-key {limits.runs_per_key or 'none'}, --max-runs {limits.runs or 'none'}"
-        print(f"hcep match: memory limits dropped partial matches (runs dropped, or enumerations cut short): {per} "
-              f"({bounds}); some matches may be missing", file=sys.stderr)
+        print(
+            f"hcep match: memory limits dropped partial matches (runs dropped, or enumerations cut short): {per} "
+            f"({bounds}); some matches may be missing",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -98,8 +98,9 @@ def apply(matcher: Any, limits: Limits) -> Any:
 
 def dropped(matcher: Any) -> int:
     """Partial matches the bounds dropped so far: runs (NFA^b) or enumerations cut short (possible worlds)."""
-    return sum(getattr(m, "dropped_runs", 0) + getattr(m, "truncated", 0) + getattr(m, "skipped", 0)
-               for m in _targets(matcher))
+    return sum(
+        getattr(m, "dropped_runs", 0) + getattr(m, "truncated", 0) + getattr(m, "skipped", 0) for m in _targets(matcher)
+    )
 
 
 def enforce(m: Any, ev: Any) -> None:

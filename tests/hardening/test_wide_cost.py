@@ -16,8 +16,10 @@ from engine import Event, compile_query, match_events
 @pytest.mark.parametrize("delta", [1e5, 1e6])
 @pytest.mark.parametrize("within", ["", " WITHIN 1 hour", " WITHIN 2 days"])
 def test_two_wide_events_match_in_bounded_time(delta: float, within: str) -> None:
-    events = [Event("A", 0.0, {}, id="a", seq=0, lo=-delta, hi=delta),
-              Event("B", delta, {}, id="b", seq=1, lo=0.0, hi=2 * delta)]
+    events = [
+        Event("A", 0.0, {}, id="a", seq=0, lo=-delta, hi=delta),
+        Event("B", delta, {}, id="b", seq=1, lo=0.0, hi=2 * delta),
+    ]
     cq = compile_query(f"PATTERN SEQ(A a, B b){within}")
 
     def stop(_signum: int, _frame: object) -> None:
