@@ -300,7 +300,7 @@ def check_query(data: bytes) -> None:
     try:
         query = parse_query(text, "fz")
     except QueryError as err:
-        assert str(err).startswith("query fz"), str(err)
+        assert str(err).startswith("query fz") and err.line >= 1, str(err)  # the query, the line and the column
         return
     for strategy in ("skip_till_any_match", "skip_till_next_match", "strict_contiguity"):
         for output in ("all", "distinct", "collapsed"):
@@ -341,6 +341,7 @@ def check_pack(data: bytes) -> None:
         pack = parse_pack(text, "fuzz.yaml")
     except PackError as err:
         assert str(err).startswith("fuzz.yaml: "), str(err)
+        assert err.line >= 1 or not err.reason.startswith("invalid YAML"), str(err)  # where in the file
         return
     for spec in pack.queries:
         try:

@@ -294,3 +294,12 @@ def test_collectors_dead_letter_times_the_engine_rejects() -> None:
     parser = XmlParser()
     bad = xml.replace('LOCALTIME="', 'LOCALTIME="9999999', 1)
     assert parser.parse(bad, "g.xml") is None and "out of range" in parser.deadletter.records[0]["reason"]
+
+
+def test_a_pack_with_a_control_character_names_its_line() -> None:
+    """PyYAML reports a control character without a mark: the error named the file only (fuzzing)."""
+    from engine.language.packs import PackError, parse_pack
+
+    with pytest.raises(PackError) as info:
+        parse_pack("pack: t\nqueries:\n  - name: q\x01\n", "f.yaml")
+    assert str(info.value) == "f.yaml: line 3, column 12: invalid YAML: special characters are not allowed (#x0001)"
