@@ -11,7 +11,7 @@ import sys
 
 from app import __version__
 from app.commands import CommandError
-from app.commands.argtypes import positive_seconds
+from app.commands.argtypes import non_negative_int, non_negative_seconds, positive_seconds
 
 #: Kept equal to ``engine.language.ast.STRATEGIES`` / ``OUTPUT_MODES`` (tests check it); listed here so that parsing
 #: the command line does not import the engine.
@@ -75,6 +75,22 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     match.add_argument("--output", choices=OUTPUT_MODES, help="output mode (overrides the pack's; default all)")
     match.add_argument(
         "--tick", type=positive_seconds, metavar="SECONDS", help="time granularity (overrides the pack's; default 0.1)"
+    )
+    match.add_argument(
+        "--max-delta", type=non_negative_seconds, metavar="S",
+        help="largest accepted half-width of an event's interval; a wider event is an error naming its line, as "
+        "hcep run dead-letters it (default: the pack's settings.max_delta, else 7.5)",
+    )
+    match.add_argument(
+        "--max-runs-per-key", type=non_negative_int, metavar="N",
+        help="memory bound: partial matches per partition key of a query (runs held, or signatures enumerated for "
+        "one closing event); beyond it they are dropped and counted on stderr (default: the pack's "
+        "settings.limits.runs_per_key, else 20000; 0: unbounded)",
+    )
+    match.add_argument(
+        "--max-runs", type=non_negative_int, metavar="N",
+        help="memory bound: partial matches of a query in total (default: settings.limits.runs, else 200000; "
+        "0: unbounded)",
     )
     match.add_argument(
         "--alerts",

@@ -27,8 +27,10 @@ JOB_KEYS = frozenset({"job_id", "task_id", "attempt_id"})
 class PackRunner:
     """All enabled queries of a pack, fed one event at a time; knows each query's output mode and alert."""
 
-    def __init__(self, pack: Any, umax: int, *, shedding: bool = True, lazy_ids: bool = False) -> None:
+    def __init__(self, pack: Any, umax: int, *, shedding: bool = True, limits: Any = None,
+                 lazy_ids: bool = False) -> None:
         from engine.plan.compiler import compile_spec
+        from engine.runtime import limits as run_limits
         from engine.runtime.matcher import PackFeeder, make_matcher
         from engine.shedding import SheddingMatcher, from_pack
 
@@ -38,7 +40,9 @@ class PackRunner:
         self.specs = [q for q in pack.queries if q.enabled]
         self.by_name = {spec.name: spec for spec in self.specs}
         self.cqs = [compile_spec(q, self.tick) for q in self.specs]
-        self.matchers = [make_matcher(cq, umax) for cq in self.cqs]
+        # Memory bounds on partial matches (engine.runtime.limits): the pack's settings.limits unless given.
+        self.limits = limits if limits is not None else run_limits.from_settings(getattr(pack, "settings", None))
+        self.matchers = [run_limits.apply(make_matcher(cq, umax), self.limits) for cq in self.cqs]
         if lazy_ids:  # the records only meet the alert rules (hcep match --alerts): ids built when read
             for m in self.matchers:
                 if hasattr(m, "lazy_ids"):
@@ -75,6 +79,13 @@ class PackRunner:
 
     def runs_alive(self) -> dict[str, int]:
         return {spec.name: m.runs_alive() for spec, m in self.pairs}
+
+    def limit_drops(self) -> dict[str, int]:
+        """Per query: partial matches the memory bounds dropped since this runner was built (runs, or enumerations
+        cut short: :mod:`engine.runtime.limits`)."""
+        from engine.runtime.limits import dropped
+
+        return {spec.name: dropped(m) for spec, m in self.pairs}
 
     def shed_counts(self) -> dict[str, tuple[int, int]]:
         """Per query: (partial matches shed, input events dropped) so far; empty without shedding.  Events are

@@ -32,6 +32,7 @@ from app.metrics import MetricsServer, Registry
 from app.pack_runner import PackRunner
 from app.store import Batch, CheckpointRow, OffsetRow, Store, store_path
 from app.watermark import INF, NEG_INF, Watermark
+from engine.events import max_width_ticks, seconds_limit
 
 try:  # a C JSON decoder: ~4x the standard library's speed on small objects, the service's largest per-event cost
     from orjson import loads as _loads
@@ -80,6 +81,7 @@ class ServiceConfig:
     drain_timeout: float = 5.0  # at a clean stop, how long to keep delivering committed alerts
     max_seconds: float | None = None
     shedding: bool = True  # apply the pack's settings.shedding (pSPICE); False: never shed
+    limits: Any = None  # engine.runtime.limits.Limits; None: the pack's settings.limits
     # Events kept in the store's ``events`` table for the dashboard: these types, plus ``Metric`` samples of
     # ``store_metric`` at most one per host every ``store_metric_every`` seconds of event time (None: none).
     store_event_types: tuple[str, ...] = ("LoadStd", "Balance", "Imbalance")
@@ -101,11 +103,11 @@ def make_event_parser(tick: float) -> Callable[[Any], Any]:
 
     The fast path fills the event's slots directly (what ``Event.__init__`` computes, without its keyword handling and
     second copy of the attributes): a third of the per-event cost of decoding.  ``obj`` is not modified."""
-    from engine.events import Event, event_from_json
+    from engine.events import Event, event_from_json, seconds_limit
 
     direct = getattr(Event, "__slots__", None) == _EVENT_SLOTS
     new = Event.__new__
-    inf = math.inf
+    lim = seconds_limit(tick)  # NaN, infinities and absurd times fail these bounds: event_from_json reports them
 
     def parse(obj: Any) -> Any:
         if type(obj) is dict and "lo" not in obj and "hi" not in obj:
@@ -114,7 +116,8 @@ def make_event_parser(tick: float) -> Callable[[Any], Any]:
             delta = obj.get("delta", 0.0)
             eid = obj.get("id")
             if (type(etype) is str and etype and type(ts) in (float, int) and type(delta) in (float, int)
-                    and 0 <= delta < inf and -inf < ts < inf and (eid is None or type(eid) is str)):
+                    and 0 <= delta <= lim and -lim <= ts <= lim and -lim <= ts - delta and ts + delta <= lim
+                    and (eid is None or type(eid) is str)):
                 ts = float(ts)
                 attrs = obj.copy()
                 del attrs["type"], attrs["ts"]
@@ -152,7 +155,8 @@ class Service:
         self.cfg = cfg
         self.pack = pack
         self.tick = float(pack.tick)
-        self.umax = math.ceil(2 * cfg.max_delta / self.tick) + 1
+        self.umax = max_width_ticks(cfg.max_delta, self.tick)
+        self.seconds_limit = seconds_limit(self.tick)  # beyond: dead-lettered as invalid, not a crash
         self.bound = (cfg.max_delta + cfg.allowed_lateness) / self.tick
         self.topics = list(cfg.shared_topics) + [t for t in cfg.broadcast_topics if t not in cfg.shared_topics]
         self.ranks = {t: i for i, t in enumerate(self.topics)}
@@ -194,7 +198,7 @@ class Service:
             for name, (runs, events) in self.runner.shed_counts().items():
                 b = self._shed_base.get(name, (0, 0))
                 self._shed_base[name] = (b[0] + runs, b[1] + events)
-        self.runner = PackRunner(self.pack, self.umax, shedding=self.cfg.shedding)
+        self.runner = PackRunner(self.pack, self.umax, shedding=self.cfg.shedding, limits=self.cfg.limits)
         self.wm = Watermark(self.bound, self.cfg.idle_timeout, self.tick)
         # id(event) -> when it could first be processed (see app.pack_runner), kept only while shedding is on
         self.arrivals: dict[int, float] | None = {} if self.runner.shedder is not None else None
@@ -549,7 +553,7 @@ class Service:
         # partition's watermark and rebuild point, which needs their time alone.
         built = None if types is None else frozenset(types) | (store_types or frozenset())
         tick = self.tick
-        inf = math.inf
+        lim = self.seconds_limit
         for rec in records:
             tp = (rec.topic, rec.partition)
             if tp not in self.assignment:
@@ -573,14 +577,15 @@ class Service:
                     new_events += 1
                 try:
                     obj = loads(line)
-                    if built is not None and type(obj) is dict and obj.get("type") not in built:
+                    if built is not None and type(obj) is dict and (type(obj.get("type")) is not str
+                                                                    or obj.get("type") not in built):
                         etype = obj.get("type")
                         ts = obj.get("ts")
                         delta = obj.get("delta", 0.0)
                         eid = obj.get("id")
                         if (type(etype) is str and etype and type(ts) in (float, int) and type(delta) in (float, int)
-                                and 0 <= delta < inf and -inf < ts < inf and (eid is None or type(eid) is str)
-                                and "lo" not in obj and "hi" not in obj):
+                                and 0 <= delta <= lim and -lim <= ts <= lim and -lim <= ts - delta and ts + delta <= lim
+                                and (eid is None or type(eid) is str) and "lo" not in obj and "hi" not in obj):
                             tlo = round((ts - delta) / tick)
                             thi = round((ts + delta) / tick)
                             if thi - tlo > umax:
@@ -821,6 +826,8 @@ class Service:
             alive = self.runner.runs_alive()
             for name, n in alive.items():
                 m.set("hcep_runs_alive", n, {"query": name})
+            for name, n in self.runner.limit_drops().items():  # memory bounds, since the engine was (re)built
+                m.set("hcep_limit_dropped", n, {"query": name})
             self._shed_metrics(alive)
 
     def _shed_metrics(self, alive: dict[str, int]) -> None:

@@ -246,6 +246,79 @@ def test_invalid_events_on_stdin(bad):
     assert line.startswith("<stdin>:2: ")
 
 
+@pytest.mark.parametrize(
+    "bad, needle",
+    [
+        ('{"type": "A", "ts": 1e308}', "'ts' is out of range"),
+        ('{"type": "A", "ts": NaN}', "'ts' must be a finite number"),
+        ('{"type": "A", "ts": Infinity}', "'ts' must be a finite number"),
+        ('{"type": "A", "ts": -Infinity}', "'ts' must be a finite number"),
+        ('{"type": "A", "ts": 1e400}', "'ts' must be a finite number"),  # the JSON decoder makes it inf
+        ('{"type": "A", "ts": ' + "9" * 400 + "}", "'ts' is out of range"),
+        ('{"type": "A", "ts": 5, "lo": 6, "hi": 4}', "empty"),
+        ('{"type": "A", "ts": 5, "lo": NaN, "hi": 4}', "'lo' must be a finite number"),
+        ('{"type": "A", "ts": 5, "hi": 1e300}', "'hi' is out of range"),
+        ('{"type": "A", "ts": 5, "delta": -1}', "'delta' must be >= 0"),
+        ('{"type": "A", "ts": 5, "delta": 1e300}', "'delta' is out of range"),
+        ('{"type": "A", "ts": 5, "delta": NaN}', "'delta' must be a finite number"),
+        ('{"type": "A", "ts": 99999999999.9, "delta": 0.5}', "out of range"),
+        ('{"type": "A", "ts": 5, "id": ' + "7" * 5000 + "}", "invalid JSON"),  # more digits than int() takes
+        ("[" * 100_000 + "]" * 100_000, "invalid JSON"),  # deeper than the decoder recurses
+    ],
+)
+def test_bad_numbers_are_one_line_errors_naming_the_line(bad, needle):
+    """Issue 18: these ended in an OverflowError (or ValueError, RecursionError) traceback with exit 1."""
+    line = one_line_error(hcep("match", "-", "--query-text", "PATTERN SEQ(A a, A b)",
+                               stdin='{"type": "A", "ts": 0}\n' + bad + "\n"), needle)
+    assert line.startswith("<stdin>:2: ")
+
+
+def test_tick_index_out_of_range(tmp_path):
+    """A tiny tick makes an ordinary epoch time an absurd tick index: an error, not an overflow."""
+    events = tmp_path / "ev.jsonl"
+    events.write_text('{"type": "A", "ts": 1700000000}\n')
+    one_line_error(hcep("match", str(events), "--query-text", "PATTERN SEQ(A a, A b)", "--tick", "1e-9"),
+                   f"{events}:1: ", "out of range")
+
+
+def test_max_delta_rejects_wide_events_naming_the_line(tmp_path):
+    events = tmp_path / "ev.jsonl"
+    events.write_text('{"type": "A", "ts": 0, "delta": 7.5}\n{"type": "B", "ts": 100000, "delta": 100000}\n')
+    query = ["--query-text", "PATTERN SEQ(A a, B b)"]
+    one_line_error(hcep("match", str(events), *query), f"{events}:2: ", "--max-delta 7.5")
+    one_line_error(hcep("match", str(events), *query, "--max-delta", "1"), f"{events}:1: ", "--max-delta 1")
+    proc = hcep("match", str(events), *query, "--max-delta", "1e5")
+    assert proc.returncode == 0, proc.stderr
+    assert len(records(proc.stdout)) == 1
+    # The pack's settings.max_delta is the default, as for hcep run; the option overrides it.
+    pack = tmp_path / "p.yaml"
+    pack.write_text("pack: t\nsettings: {max_delta: 200000}\nqueries:\n  - name: q\n    query: PATTERN SEQ(A a, B b)\n")
+    assert hcep("match", str(events), "--pack", str(pack)).returncode == 0
+    one_line_error(hcep("match", str(events), "--pack", str(pack), "--max-delta", "7.5"), f"{events}:2: ")
+    one_line_error(hcep("match", str(events), *query, "--max-delta", "-1"), "--max-delta")
+
+
+def test_max_delta_in_help():
+    proc = hcep("match", "--help")
+    assert "--max-delta" in proc.stdout and "7.5" in proc.stdout
+
+
+def test_memory_limits_drop_and_report_on_one_stderr_line(tmp_path):
+    events = tmp_path / "ev.jsonl"
+    lines = [{"type": "A", "ts": 0, "k": 1}, *({"type": "B", "ts": i, "k": 1} for i in range(1, 13)),
+             {"type": "C", "ts": 20, "k": 1}]
+    events.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    query = ["--query-text", "PATTERN SEQ(A a, B+ b[], C c) WHERE [k] WITHIN 1 minute"]
+    proc = hcep("match", str(events), *query)
+    assert proc.returncode == 0 and proc.stderr == "" and len(records(proc.stdout)) == 2**12 - 1
+    proc = hcep("match", str(events), *query, "--max-runs-per-key", "100")
+    assert proc.returncode == 0 and len(records(proc.stdout)) == 100
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "memory limits dropped partial matches" in lines[0] and "query 1" in lines[0]
+    one_line_error(hcep("match", str(events), *query, "--max-runs", "-1"), "--max-runs")
+    assert "--max-runs-per-key" in hcep("match", "--help").stdout
+
+
 def test_missing_events_file(tmp_path):
     one_line_error(hcep("match", str(tmp_path / "nope.jsonl"), "--pack", str(PACK)), "nope.jsonl")
 

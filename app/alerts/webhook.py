@@ -64,6 +64,10 @@ def parse_webhooks(spec: Any) -> dict[str, Webhook]:
     return out
 
 
+class DeliveryError(OSError):
+    """A POST that did not get a 2xx answer: the receiver is down, refused, or answered something malformed."""
+
+
 def sign(body: bytes, secret: str) -> str:
     """The value of the signature header for ``body``."""
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
@@ -106,9 +110,15 @@ def post(hook: Webhook, alerts: list[dict[str, Any]], timeout: float = 5.0, ids:
     secret = hook.secret()
     if secret:
         headers[SIGNATURE_HEADER] = sign(body, secret)
-    resp = requests.post(hook.url, data=body, headers=headers, timeout=timeout, allow_redirects=False)
-    if not 200 <= resp.status_code < 300:
-        raise OSError(f"HTTP {resp.status_code} {resp.reason or ''}".strip())
+    # stream=True: the body is never read, so a receiver answering gigabytes costs nothing.  A malformed answer (a bad
+    # status line, an unknown protocol; found by fuzzing) is a failed delivery like any other, retried with back-off.
+    try:
+        with requests.post(hook.url, data=body, headers=headers, timeout=timeout, allow_redirects=False,
+                           stream=True) as resp:
+            if not 200 <= resp.status_code < 300:
+                raise DeliveryError(f"HTTP {resp.status_code} {resp.reason or ''}".strip())
+    except requests.RequestException as err:
+        raise DeliveryError(f"{type(err).__name__}: {err}") from None
 
 
 def backoff(attempts: int, base: float, cap: float) -> float:

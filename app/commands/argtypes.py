@@ -16,6 +16,8 @@ def number(*, above: float | None = None, at_least: float | None = None, integer
             value = int(text) if integer else float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not {'an integer' if integer else 'a number'}: {text!r}") from None
+        if isinstance(value, int) and abs(value) >= 2**63:  # math.isfinite() of a huge int raises OverflowError
+            raise argparse.ArgumentTypeError(f"out of range: {text[:40]}")
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"must be finite, got {text}")
         if above is not None and not value > above:
@@ -31,4 +33,6 @@ finite = number()
 positive = number(above=0)
 positive_seconds = number(above=0, what=" seconds")
 non_negative = number(at_least=0)
+non_negative_seconds = number(at_least=0, what=" seconds")
 positive_int = number(at_least=1, integer=True)
+non_negative_int = number(at_least=0, integer=True)

@@ -22,7 +22,7 @@ KINDS = ("auto", "jsonl", "parquet", "raw")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from app.cli import OUTPUT_MODES, STRATEGIES, _probability
-    from app.commands.argtypes import positive_seconds
+    from app.commands.argtypes import non_negative_seconds, positive_seconds
 
     parser.add_argument("inputs", nargs="+", metavar="INPUT",
                         help="JSON-lines files or directories, an archive directory, or raw Hadoop/Ganglia logs")
@@ -37,6 +37,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--confidence", type=_probability, metavar="C", help="confidence threshold (overrides)")
     parser.add_argument("--output", choices=OUTPUT_MODES, help="output mode (overrides the pack's)")
     parser.add_argument("--tick", type=positive_seconds, metavar="SECONDS", help="time granularity (overrides)")
+    parser.add_argument("--max-delta", type=non_negative_seconds, metavar="S",
+                        help="largest accepted half-width of an event's interval; a wider event is an error naming "
+                             "its line, as hcep run dead-letters it (default: the pack's settings.max_delta, else 7.5)")
     parser.add_argument("--explain", action="store_true", help="print how the stream is cut on stderr")
     progress = parser.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show it")
@@ -44,10 +47,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def load_plans(args: argparse.Namespace) -> list[Any]:
-    from app.commands.match import load_pack
+    """The pack's query plans; also resolves ``args.max_delta`` (option, else pack setting, else 7.5) when present."""
+    from app.commands.match import load_pack, max_delta_of
     from app.spark.batch import compile_plan, plans_from_pack
 
     pack = load_pack(args.pack)
+    if hasattr(args, "max_delta"):
+        args.max_delta = max_delta_of(args, pack)
     names = args.query or None
     if names:
         missing = [n for n in names if n not in {s.name for s in pack.queries}]
@@ -88,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     ):
         try:
             result = run_batch(spark, args.inputs, plans, kind=args.input_format, partitions=args.partitions,
-                               tmp_dir=tmp)
+                               tmp_dir=tmp, max_delta=args.max_delta)
         except ValueError as err:
             raise CommandError(f"hcep batch: {err}") from None
         if args.explain:

@@ -15,45 +15,90 @@ from app.commands import CommandError
 DEFAULT_STRATEGY = "skip_till_any_match"
 DEFAULT_OUTPUT = "all"
 DEFAULT_CONFIDENCE = 0.0
+#: The widest half-interval (``delta``) accepted, in seconds: the default of ``hcep run`` (Ganglia's 7.5 s).
+DEFAULT_MAX_DELTA = 7.5
 
 
-def read_events(path: str | os.PathLike[str], tick: float) -> list[Any]:
+def read_events(path: str | os.PathLike[str], tick: float, max_delta: float | None = None) -> list[Any]:
     """Read JSON-lines events from ``path`` (``"-"``: stdin).  Blank lines are skipped.
 
-    Raises :class:`CommandError` with ``"FILE:LINE: reason"`` for a line that is not JSON or not a valid event.
+    Raises :class:`CommandError` with ``"FILE:LINE: reason"`` for a line that is not JSON or not a valid event, or
+    (``max_delta`` given) an event wider than ``hcep run`` would accept: its ``too_wide`` rule, in ticks.
     """
     from engine import EventError, event_from_json
 
     path = str(path)
     label = "<stdin>" if path == "-" else path
     if path == "-":
-        return _parse_lines(sys.stdin.buffer, label, tick, event_from_json, EventError)
+        return _parse_lines(sys.stdin.buffer, label, tick, event_from_json, EventError, max_delta)
     try:
         with open(path, "rb") as stream:
-            return _parse_lines(stream, label, tick, event_from_json, EventError)
+            return _parse_lines(stream, label, tick, event_from_json, EventError, max_delta)
     except OSError as err:
         raise CommandError(f"{label}: cannot read events: {err.strerror or err}") from None
 
 
-def _parse_lines(stream: Iterable[bytes], label: str, tick: float, event_from_json, EventError) -> list[Any]:
+def decode_line(raw: bytes, first: bool) -> Any:
+    """One JSON-lines line -> the decoded value (``None`` for a blank line); ``ValueError`` with the reason.
+
+    Besides bad JSON, ``json.loads`` raises a plain ``ValueError`` for an integer of more than 4,300 digits and
+    ``RecursionError`` for deep nesting: both are bad input, not a crash."""
+    try:
+        line = raw.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    if not line.strip():
+        return None
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"invalid JSON: {err.msg} (column {err.colno})") from None
+    except (ValueError, RecursionError) as err:
+        reason = "nested too deeply" if isinstance(err, RecursionError) else str(err).split(";")[0]
+        raise ValueError(f"invalid JSON: {reason}") from None
+
+
+def _parse_lines(
+    stream: Iterable[bytes], label: str, tick: float, event_from_json, EventError, max_delta: float | None = None
+) -> list[Any]:
+    from engine.events import max_width_ticks
+
+    widest = None if max_delta is None else max_width_ticks(max_delta, tick)
     events: list[Any] = []
     for lineno, raw in enumerate(stream, 1):
         try:
-            line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-        except UnicodeDecodeError:
-            raise CommandError(f"{label}:{lineno}: not UTF-8 text") from None
-        if not line.strip():
+            obj = decode_line(raw, lineno == 1)
+        except ValueError as err:
+            raise CommandError(f"{label}:{lineno}: {err}") from None
+        if obj is None:
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise CommandError(f"{label}:{lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
-        try:
             # seq: the event's 0-based input position (its id when it has none).
-            events.append(event_from_json(obj, seq=len(events), tick=tick))
+            ev = event_from_json(obj, seq=len(events), tick=tick)
         except EventError as err:
             raise CommandError(f"{label}:{lineno}: invalid event: {err}") from None
+        if widest is not None and ev.thi - ev.tlo > widest:
+            raise CommandError(
+                f"{label}:{lineno}: event wider than --max-delta {max_delta:g} s: interval "
+                f"[{ev.lo:g}, {ev.hi:g}] (raise --max-delta to accept it)"
+            )
+        events.append(ev)
     return events
+
+
+def max_delta_of(args: argparse.Namespace, pack: Any = None) -> float:
+    """``--max-delta``, else the pack's ``settings.max_delta``, else :data:`DEFAULT_MAX_DELTA` (as ``hcep run``)."""
+    from engine.events import MAX_SECONDS
+
+    value = getattr(args, "max_delta", None)
+    if value is None and pack is not None:
+        value = (getattr(pack, "settings", None) or {}).get("max_delta")
+        bad = isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_SECONDS
+        if value is not None and bad:
+            raise CommandError(
+                f"{args.pack}: settings.max_delta must be a number of seconds in [0, {MAX_SECONDS:g}], got {value!r}"
+            )
+    return DEFAULT_MAX_DELTA if value is None else float(value)
 
 
 def load_pack(path: str | os.PathLike[str]):
@@ -111,6 +156,12 @@ def compile_spec(
 
 def compiled_queries(args: argparse.Namespace) -> tuple[list[Any], float]:
     """The compiled queries the command line asks for and the tick they run at."""
+    compiled, tick, _ = compiled_with_pack(args)
+    return compiled, tick
+
+
+def compiled_with_pack(args: argparse.Namespace) -> tuple[list[Any], float, Any]:
+    """:func:`compiled_queries` and the loaded pack (``None`` with ``--query-text``)."""
     if args.query and not args.pack:
         raise CommandError("hcep match: --query NAME needs --pack FILE")
     if args.query_text is not None:
@@ -133,7 +184,7 @@ def compiled_queries(args: argparse.Namespace) -> tuple[list[Any], float]:
             )
         except QueryError as err:
             raise CommandError(_query_text_error(err)) from None
-        return [cq], tick
+        return [cq], tick, None
 
     pack = load_pack(args.pack)
     tick = args.tick or pack_tick(pack)
@@ -158,7 +209,7 @@ def compiled_queries(args: argparse.Namespace) -> tuple[list[Any], float]:
         )
         for spec in specs
     ]
-    return compiled, tick
+    return compiled, tick, pack
 
 
 def _query_text_error(err: Any) -> str:
@@ -167,19 +218,40 @@ def _query_text_error(err: Any) -> str:
     return f"hcep match: --query-text{where}: {getattr(err, 'reason', err)}"
 
 
+def limits_of(args: argparse.Namespace, pack: Any = None) -> Any:
+    """The pack's ``settings.limits`` (or the defaults) under ``--max-runs-per-key`` / ``--max-runs``."""
+    from engine.runtime.limits import LimitsError, from_settings
+
+    try:
+        limits = from_settings(getattr(pack, "settings", None) if pack is not None else None)
+    except LimitsError as err:
+        raise CommandError(f"{args.pack}: {err}") from None
+    return limits.with_overrides(getattr(args, "max_runs_per_key", None), getattr(args, "max_runs", None))
+
+
 def run(args: argparse.Namespace) -> int:
-    from engine import match_events
+    from engine.runtime.limits import StreamedMatch
 
     if getattr(args, "alerts", False):
         return run_alerts(args)
-    compiled, tick = compiled_queries(args)
-    events = read_events(args.events, tick)
-    records = match_events(compiled, events)
+    compiled, tick, pack = compiled_with_pack(args)
+    events = read_events(args.events, tick, max_delta_of(args, pack))
+    limits = limits_of(args, pack)
+    matched = StreamedMatch(compiled, events, limits)
     write = sys.stdout.write
-    for record in records:
+    for record in matched:  # written as they complete: an exponential output is never held
         write(json.dumps(record))
         write("\n")
     sys.stdout.flush()
+    drops = matched.dropped()
+    if drops:
+        per = ", ".join(f"{name} {n:,}" for name, n in drops.items())
+        bounds = f"--max-runs-per-key {limits.runs_per_key or 'none'}, --max-runs {limits.runs or 'none'}"
+        print(
+            f"hcep match: memory limits dropped partial matches (runs dropped, or enumerations cut short): {per} "
+            f"({bounds}); some matches may be missing",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -207,16 +279,17 @@ def run_alerts(args: argparse.Namespace) -> int:
                                                        for q in pack.queries))
     if not any(q.enabled for q in pack.queries):
         raise CommandError(f"hcep match: pack {args.pack} has no enabled query")
-    events = read_events(args.events, pack_tick(pack))
+    max_delta = max_delta_of(args, pack)
+    events = read_events(args.events, pack_tick(pack), max_delta)
     write = sys.stdout.write
-    for alert in judge(pack, events):
+    for alert in judge(pack, events, max_delta, limits_of(args, pack)):
         write(json.dumps(alert.to_json()))
         write("\n")
     sys.stdout.flush()
     return 0
 
 
-def judge(pack: Any, events: list[Any], max_delta: float = RUN_MAX_DELTA) -> Iterator[Any]:
+def judge(pack: Any, events: list[Any], max_delta: float = RUN_MAX_DELTA, limits: Any = None) -> Iterator[Any]:
     """The alert transitions ``hcep run`` decides for ``events``: the pack as the service runs it (its own
     strategies, outputs and thresholds, the service's uncertainty bound ``max_delta``, no flush at the end: a live
     stream has no end), the records judged by the pack's alert rules in stream time (the largest event point fed, in
@@ -229,7 +302,7 @@ def judge(pack: Any, events: list[Any], max_delta: float = RUN_MAX_DELTA) -> Ite
 
     tick = pack_tick(pack)
     umax = math.ceil(2 * max_delta / tick) + 1
-    runner = PackRunner(pack, umax, shedding=False, lazy_ids=True)
+    runner = PackRunner(pack, umax, shedding=False, limits=limits, lazy_ids=True)
     engine = AlertEngine(pack)
     now = -math.inf
     for ev in sort_events(events):

@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from app.commands import CommandError
-from app.commands.argtypes import positive_int
+from app.commands.argtypes import non_negative_int, positive_int
 
 DEFAULTS: dict[str, Any] = {
     "bootstrap": "127.0.0.1:9092",
@@ -95,6 +95,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exit-when-idle", type=_seconds, metavar="S",
                         help="stop once everything is read and nothing came for S seconds")
     parser.add_argument("--max-seconds", type=_seconds, metavar="S", help="stop after S seconds")
+    parser.add_argument("--max-runs-per-key", type=non_negative_int, metavar="N",
+                        help="memory bound: partial matches per partition key of a query; beyond it they are dropped "
+                             "and counted (metric hcep_limit_dropped; default: the pack's "
+                             "settings.limits.runs_per_key, else 20000; 0: unbounded)")
+    parser.add_argument("--max-runs", type=non_negative_int, metavar="N",
+                        help="memory bound: partial matches of a query in total (default: settings.limits.runs, else "
+                             "200000; 0: unbounded)")
     parser.add_argument("--no-shedding", dest="shedding", action="store_false",
                         help="ignore the pack's settings.shedding: never drop partial matches (e.g. while catching up "
                              "after an outage, when every match matters more than the latency bound)")
@@ -165,6 +172,13 @@ def build_config(args: argparse.Namespace, pack: Any) -> Any:
         hooks.update(parse_webhooks(cli))
     except ValueError as err:
         raise CommandError(str(err)) from None
+    from engine.runtime.limits import LimitsError, from_settings
+
+    try:
+        limits = from_settings(settings).with_overrides(getattr(args, "max_runs_per_key", None),
+                                                        getattr(args, "max_runs", None))
+    except LimitsError as err:
+        raise CommandError(f"{args.pack}: {err}") from None
     metrics_port = int(pick("metrics_port"))
     matches_topic = str(pick("matches_topic") or "") or None
     cfg = ServiceConfig(
@@ -191,6 +205,7 @@ def build_config(args: argparse.Namespace, pack: Any) -> Any:
         exit_when_idle=args.exit_when_idle,
         max_seconds=args.max_seconds,
         shedding=args.shedding,
+        limits=limits,
     )
     if not cfg.shared_topics and not cfg.broadcast_topics:
         raise CommandError("no topics to read (--topics and --broadcast are both empty)")

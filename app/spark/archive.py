@@ -57,6 +57,11 @@ MATCH_PARTITIONS = ("date", "query")
 _SPARK_TYPES = {pa.string(): "string", pa.int64(): "bigint", pa.float64(): "double"}
 
 
+class ArchiveError(ValueError):
+    """An archive file or row that cannot be read; the message names the file or the row's event.  The readers
+    raise only this (found by fuzzing: Arrow's own errors, invalid UTF-8, a row whose ``attrs`` is not JSON)."""
+
+
 def spark_ddl(schema: pa.Schema) -> str:
     """The Spark DDL of an archive schema (for writers that produce archive rows inside Spark)."""
     return ", ".join(f"`{f.name}` {_SPARK_TYPES[f.type]}" for f in schema)
@@ -130,7 +135,13 @@ def event_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
         obj["lo"], obj["hi"] = row["lo"], row["hi"]
     attrs = row.get("attrs")
     if attrs:
-        obj.update(json.loads(attrs))
+        try:
+            extra = json.loads(attrs)
+        except (ValueError, RecursionError) as err:
+            raise ArchiveError(f"event {row.get('id')!r}: its attrs are not JSON ({str(err)[:80]})") from None
+        if not isinstance(extra, dict):
+            raise ArchiveError(f"event {row.get('id')!r}: its attrs are not a JSON object")
+        obj.update(extra)
     return obj
 
 
@@ -233,11 +244,16 @@ def read_table(root: str | os.PathLike[str], kind: str = EVENTS_DIR) -> pa.Table
     schema = EVENT_SCHEMA if kind == EVENTS_DIR else MATCH_SCHEMA
     if not base.is_dir():
         return schema.empty_table()
-    dataset = ds.dataset(
-        base,
-        format="parquet",
-        schema=schema,
-        partitioning=ds.partitioning(pa.schema([(p, pa.string()) for p in partitions]), flavor="hive"),
-    )
-    return dataset.to_table().sort_by([("batch", "ascending"), ("seq", "ascending")])
+    try:
+        dataset = ds.dataset(
+            base,
+            format="parquet",
+            schema=schema,
+            partitioning=ds.partitioning(pa.schema([(p, pa.string()) for p in partitions]), flavor="hive"),
+        )
+        table = dataset.to_table()
+        table.validate(full=True)  # e.g. invalid UTF-8 in a string column: an error here, not when rows are read
+        return table.sort_by([("batch", "ascending"), ("seq", "ascending")])
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise ArchiveError(f"{base}: unreadable archive: {str(err).splitlines()[0] if str(err) else err!r}") from None
 

@@ -302,16 +302,19 @@ def _match_partitions(spark: SparkSession, events: int) -> int:
 
 def run_batch(
     spark: SparkSession, paths: Sequence[str], plans: Sequence[QueryPlan], *, kind: str = "auto",
-    partitions: int | None = None, tmp_dir: str | None = None,
+    partitions: int | None = None, tmp_dir: str | None = None, max_delta: float | None = None,
 ) -> BatchResult:
     """Read the inputs and match them: the whole of ``hcep batch`` short of printing.  Raw logs are converted into
-    ``tmp_dir`` (default: a new temporary directory), which must live until the result is consumed."""
+    ``tmp_dir`` (default: a new temporary directory), which must live until the result is consumed.  An event wider
+    than ``max_delta`` seconds (``hcep run``'s rule) is an input error naming its line."""
     from app.spark.events import read_inputs
+    from engine.events import max_width_ticks
 
     compiled = [compile_plan(p) for p in plans]
     attrs = sorted({cq.equivalence[0] for cq in compiled if cq.equivalence})
     tick = plans[0].tick if plans else 0.1
-    parsed = read_inputs(spark, paths, tick, attrs, kind, tmp_dir)
+    max_width = None if max_delta is None else max_width_ticks(max_delta, tick)
+    parsed = read_inputs(spark, paths, tick, attrs, kind, tmp_dir, max_width)
     return match_frame(spark, parsed, plans, partitions=partitions)
 
 

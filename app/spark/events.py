@@ -51,14 +51,20 @@ def parsed_schema(attrs: Sequence[str]) -> str:
     return f"seq long, type string, tlo long, thi long, mid2 long, json string, error string{keys}"
 
 
-def parse_event(obj: Any, text: str, seq: int, tick: float, attrs: Sequence[str], where: str) -> tuple:
-    """One parsed row (see the module doc); an invalid event becomes an error row naming ``where``."""
+def parse_event(obj: Any, text: str, seq: int, tick: float, attrs: Sequence[str], where: str,
+                max_width: int | None = None) -> tuple:
+    """One parsed row (see the module doc); an invalid event, or one wider than ``max_width`` ticks (``hcep run``'s
+    ``too_wide`` rule, :func:`engine.events.max_width_ticks`), becomes an error row naming ``where``."""
     from engine import EventError, event_from_json
 
     try:
         ev = event_from_json(obj, seq=seq, tick=tick)
     except EventError as err:
         return (seq, None, None, None, None, None, f"{where}: invalid event: {err}") + (None,) * len(attrs)
+    if max_width is not None and ev.thi - ev.tlo > max_width:
+        error = (f"{where}: event wider than --max-delta {(max_width - 1) * tick / 2:g} s: interval [{ev.lo:g}, "
+                 f"{ev.hi:g}] (raise --max-delta to accept it)")
+        return (seq, None, None, None, None, None, error) + (None,) * len(attrs)
     keys = tuple(canonical_key(ev.attrs.get(a)) for a in attrs)
     return (seq, ev.type, ev.tlo, ev.thi, ev.tlo + ev.thi, text, None) + keys
 
@@ -182,7 +188,8 @@ def _count_lines(frames: Iterator[Any], firsts: frozenset[int]) -> Iterator[Any]
 
 
 def _parse_lines(
-    frames: Iterator[Any], plan: dict[int, tuple[str, int, int, bool]], tick: float, attrs: tuple[str, ...]
+    frames: Iterator[Any], plan: dict[int, tuple[str, int, int, bool]], tick: float, attrs: tuple[str, ...],
+    max_width: int | None = None,
 ) -> Iterator[Any]:
     """mapInPandas body: one partition of text lines -> parsed rows; ``plan`` gives each partition its file, the
     line number and ``seq`` before its first line, and whether that line is the first of the file."""
@@ -210,15 +217,20 @@ def _parse_lines(
             except json.JSONDecodeError as err:
                 error = f"{where}: invalid JSON: {err.msg} (column {err.colno})"
                 rows.append((seq, None, None, None, None, None, error) + (None,) * len(attrs))
+            except (ValueError, RecursionError) as err:  # a 5,000-digit integer, deep nesting: bad input too
+                reason = "nested too deeply" if isinstance(err, RecursionError) else str(err).split(";")[0]
+                rows.append((seq, None, None, None, None, None, f"{where}: invalid JSON: {reason}")
+                            + (None,) * len(attrs))
             else:
-                rows.append(parse_event(obj, line, seq, tick, attrs, where))
+                rows.append(parse_event(obj, line, seq, tick, attrs, where, max_width))
             seq += 1
         if rows:
             yield pd.DataFrame(rows, columns=columns)
 
 
 def read_jsonl(
-    spark: SparkSession, files: Sequence[str], tick: float, attrs: Sequence[str], seq0: int = 0, last: bool = True
+    spark: SparkSession, files: Sequence[str], tick: float, attrs: Sequence[str], seq0: int = 0, last: bool = True,
+    max_width: int | None = None,
 ) -> tuple[DataFrame, int | None]:
     """JSON-lines files -> (parsed DataFrame, number of events).
 
@@ -258,7 +270,7 @@ def read_jsonl(
             lineno += total
             seq += nonblank
         count = seq - seq0
-    parsed = text.mapInPandas(lambda it: _parse_lines(it, plan, tick, attrs), parsed_schema(attrs))
+    parsed = text.mapInPandas(lambda it: _parse_lines(it, plan, tick, attrs, max_width), parsed_schema(attrs))
     return parsed, count
 
 
@@ -266,7 +278,7 @@ def read_jsonl(
 
 
 def read_parquet(
-    spark: SparkSession, path: str, tick: float, attrs: Sequence[str], seq0: int = 0
+    spark: SparkSession, path: str, tick: float, attrs: Sequence[str], seq0: int = 0, max_width: int | None = None,
 ) -> tuple[DataFrame, int]:
     """An archive's events -> (parsed DataFrame, number of events).  Input order is the archive's (batch, seq);
     archived events always carry their id, so ``seq`` only has to keep that order (batch offsets + archive seq)."""
@@ -288,7 +300,7 @@ def read_parquet(
     def convert(frames: Iterator[Any]) -> Iterator[Any]:
         import pandas as pd
 
-        from app.spark.archive import event_from_row
+        from app.spark.archive import ArchiveError, event_from_row
 
         for pdf in frames:
             rows = []
@@ -296,9 +308,16 @@ def read_parquet(
                 pdf["batch"], pdf["seq"], pdf["id"], pdf["type"], pdf["ts"], pdf["lo"], pdf["hi"], pdf["attrs"],
                 strict=True,
             ):
-                obj = event_from_row({"type": type_, "ts": ts, "id": id_, "lo": lo, "hi": hi, "attrs": attrs_json})
-                rows.append(parse_event(obj, json.dumps(obj), offsets[batch] + int(seq_), tick, attrs,
-                                        f"{path}: event {id_}"))
+                where = f"{path}: event {id_}"
+                try:
+                    obj = event_from_row({"type": type_, "ts": ts, "id": id_, "lo": lo, "hi": hi,
+                                          "attrs": attrs_json})
+                except ArchiveError as err:
+                    rows.append((offsets[batch] + int(seq_), None, None, None, None, None, f"{path}: {err}")
+                                + (None,) * len(attrs))
+                    continue
+                rows.append(parse_event(obj, json.dumps(obj), offsets[batch] + int(seq_), tick, attrs, where,
+                                        max_width))
             yield pd.DataFrame(rows, columns=columns)
 
     cols = ["batch", "seq", "id", "type", "ts", "lo", "hi", "attrs"]
@@ -310,9 +329,10 @@ def read_parquet(
 
 def read_inputs(
     spark: SparkSession, paths: Sequence[str], tick: float, attrs: Sequence[str], kind: str = "auto",
-    tmp_dir: str | None = None,
+    tmp_dir: str | None = None, max_width: int | None = None,
 ) -> DataFrame:
-    """Every input, concatenated in order, as one parsed DataFrame."""
+    """Every input, concatenated in order, as one parsed DataFrame; events wider than ``max_width`` ticks are error
+    rows."""
     inputs = [classify(p, kind) for p in paths]
     raw = [i.path for i in inputs if i.kind == "raw"]
     if raw:
@@ -328,7 +348,7 @@ def read_inputs(
     def take_jsonl(last: bool) -> None:
         nonlocal total
         if pending:
-            frame, n = read_jsonl(spark, pending, tick, attrs, total, last)
+            frame, n = read_jsonl(spark, pending, tick, attrs, total, last, max_width)
             frames.append(frame)
             total += n or 0
             pending.clear()
@@ -338,7 +358,7 @@ def read_inputs(
             pending.extend(item.files)
             continue
         take_jsonl(last=False)
-        frame, n = read_parquet(spark, item.path, tick, attrs, total)
+        frame, n = read_parquet(spark, item.path, tick, attrs, total, max_width)
         frames.append(frame)
         total += n
     take_jsonl(last=True)

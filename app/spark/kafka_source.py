@@ -341,8 +341,8 @@ def _archive_rows(kind: str, batch: str, tick: float) -> Callable[[Iterator[Any]
                         row = match_row(obj, int(seq))
                     else:
                         continue
-                except (ValueError, TypeError, KeyError):
-                    continue
+                except (ValueError, TypeError, KeyError, OverflowError, RecursionError):
+                    continue  # OverflowError: a 400-digit "start"; RecursionError: JSON nested too deeply
                 row["batch"] = batch
                 rows.append(row)
             yield pd.DataFrame(rows, columns=schema.names)

@@ -224,6 +224,8 @@ class _Builder:
             else:
                 raise GangliaXmlError(f"METRIC {name!r}: unknown TYPE {mtype!r}")
             tn, tmax, dmax = int(a.get("TN", 0)), int(a.get("TMAX", 0)), int(a.get("DMAX", 0))
+            if abs(tn) > TIME_LIMIT or abs(tmax) > TIME_LIMIT or abs(dmax) > TIME_LIMIT:
+                raise GangliaXmlError(f"METRIC {name!r}: TN/TMAX/DMAX out of range (|value| <= {TIME_LIMIT:g} s)")
         except ValueError:
             for key in ("VAL", "TN", "TMAX", "DMAX"):
                 try:
@@ -251,9 +253,19 @@ def _int(attrs: dict[str, str], key: str, tag: str, *, required: bool = False) -
             raise GangliaXmlError(f"<{tag}> without {key}")
         return 0
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
-        raise GangliaXmlError(f"<{tag} {attrs.get('NAME', '')}>: {key}={raw!r} is not an integer") from None
+        raise GangliaXmlError(f"<{tag} {attrs.get('NAME', '')}>: {key}={raw[:40]!r} is not an integer") from None
+    if abs(value) > TIME_LIMIT:
+        raise GangliaXmlError(f"<{tag} {attrs.get('NAME', '')}>: {key}={raw[:40]} is out of range (|{key}| <= "
+                              f"{TIME_LIMIT:g} s)")
+    return value
+
+
+#: The largest |LOCALTIME|, |REPORTED|, |TN|, |TMAX|, |DMAX| accepted, in seconds: half the engine's largest time
+#: (engine.events.MAX_SECONDS), so that a metric's time LOCALTIME - TN is always one the engine accepts (a
+#: LOCALTIME of 99999999999999 made events hcep run rejects -- found by fuzzing).
+TIME_LIMIT = 5e10
 
 
 def _reject_entities(*_args: object) -> None:
@@ -284,6 +296,8 @@ def parse_document(data: bytes | str) -> GangliaDocument:
         ) from None
     except RecursionError:
         raise GangliaXmlError("nesting too deep") from None
+    except LookupError as err:  # <?xml encoding="..."?> naming a codec Python lacks (found by fuzzing)
+        raise GangliaXmlError(f"unsupported XML encoding declaration: {err}") from None
     if builder.doc is None:
         raise GangliaXmlError("no <GANGLIA_XML> element")
     return builder.doc

@@ -11,6 +11,8 @@ import hashlib
 import re
 from typing import Any
 
+from engine.events import MAX_SECONDS
+
 #: SPEC section 1/7: Hadoop-log events are imprecise by half a second unless configured otherwise.
 DEFAULT_DELTA = 0.5
 
@@ -49,7 +51,14 @@ def reduce_task_id(job_id: str, partition: int) -> str:
     return f"task_{job_id[4:]}_r_{partition:06d}"
 
 
+class EventRangeError(ValueError):
+    """An event time the engine would reject (``engine.events.MAX_SECONDS``): the record is dead-lettered where it
+    is, not published (a job history ``launchTime`` of 9e15 ms -- found by fuzzing)."""
+
+
 def _base(etype: str, ts: float, eid: str, delta: float) -> Event:
+    if not -MAX_SECONDS <= ts <= MAX_SECONDS:  # False for NaN too
+        raise EventRangeError(f"{etype}: time {ts!r} out of range (|ts| <= {MAX_SECONDS:g} s)")
     return {"type": etype, "ts": round(ts, 3), "id": eid, "delta": delta}
 
 

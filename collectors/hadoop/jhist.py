@@ -295,7 +295,7 @@ class JhistJsonParser(LineParser):
             return []
         try:
             out = self.events.handle(datum, f"line {lineno}")
-        except RecordError as err:
+        except (RecordError, E.EventRangeError) as err:
             return self.bad(lineno, str(err), line)
         if datum.get("type") in _HANDLERS:
             self.used()
@@ -338,6 +338,8 @@ def parse_jhist_binary(handle: io.BytesIO, ctx: Context) -> Iterator[E.Event]:
         stats.lines += 1
         try:
             datum = fastavro.schemaless_reader(handle, schema, None)
+            if handle.tell() == start:  # cannot happen with a checked schema (_parsed_schema); never loop on it
+                raise ValueError("a datum of zero bytes")
         except Exception as err:  # noqa: BLE001 - EOFError (truncated) or garbage: the rest is unreadable
             stats.dead += 1
             rest = _rest(handle, start)
@@ -350,7 +352,8 @@ def parse_jhist_binary(handle: io.BytesIO, ctx: Context) -> Iterator[E.Event]:
             out = events.handle(datum, f"@{start}")
         except Exception as err:  # noqa: BLE001 - RecordError, or anything odd a decodable datum still holds
             stats.dead += 1
-            ctx.deadletter.write(source, f"{source}@{start}", str(err) if isinstance(err, RecordError) else
+            known = isinstance(err, (RecordError, E.EventRangeError))
+            ctx.deadletter.write(source, f"{source}@{start}", str(err) if known else
                                  f"parser error: {type(err).__name__}: {err}", json.dumps(datum, default=str)[:4096])
             continue
         if isinstance(datum, dict) and datum.get("type") in _HANDLERS:
@@ -363,10 +366,91 @@ def parse_jhist_binary(handle: io.BytesIO, ctx: Context) -> Iterator[E.Event]:
 
 @functools.lru_cache(maxsize=16)
 def _parsed_schema(schema_line: bytes) -> Any:
-    """Files of one Hadoop version share a schema line: parse it once."""
+    """Files of one Hadoop version share a schema line: parse it once.  A schema whose datums, or the items of one
+    of its arrays, can take zero bytes is refused: the reader would loop without consuming input (a record with no
+    fields, an array of nulls with a count of 2**60 -- found by fuzzing)."""
     import fastavro
 
-    return fastavro.parse_schema(json.loads(schema_line))
+    raw = json.loads(schema_line)
+    parsed = fastavro.parse_schema(raw)
+    names: dict[str, Any] = {}
+    _collect_names(raw, names, "")
+    if _zero_size(raw, names, set()):
+        raise ValueError("the schema's datums can be empty (zero bytes): the file cannot be framed")
+    for items in _array_items(raw):
+        if _zero_size(items, names, set()):
+            raise ValueError("an array of zero-byte items: a corrupt count could never end")
+    return parsed
+
+
+_NONZERO = frozenset({"boolean", "int", "long", "float", "double", "bytes", "string"})
+
+
+def _collect_names(schema: Any, names: dict[str, Any], namespace: str) -> None:
+    """Named types (records, enums, fixed) by full and short name."""
+    if isinstance(schema, list):
+        for s in schema:
+            _collect_names(s, names, namespace)
+    elif isinstance(schema, dict):
+        t = schema.get("type")
+        if t in ("record", "error", "enum", "fixed") and isinstance(schema.get("name"), str):
+            ns = schema.get("namespace") if isinstance(schema.get("namespace"), str) else namespace
+            name = schema["name"]
+            names[name.rsplit(".", 1)[-1]] = schema
+            names[name if "." in name or not ns else f"{ns}.{name}"] = schema
+            namespace = ns
+        for f in schema.get("fields") or () if isinstance(schema.get("fields"), list) else ():
+            if isinstance(f, dict):
+                _collect_names(f.get("type"), names, namespace)
+        for key in ("items", "values"):
+            if key in schema:
+                _collect_names(schema[key], names, namespace)
+        if isinstance(t, (dict, list)):
+            _collect_names(t, names, namespace)
+
+
+def _zero_size(schema: Any, names: dict[str, Any], seen: set[int]) -> bool:
+    """Can a datum of ``schema`` take zero bytes?  (null, fixed(0), records of such fields; a union, array, map
+    or enum always reads at least one byte.)"""
+    if isinstance(schema, str):
+        if schema == "null":
+            return True
+        if schema in _NONZERO:
+            return False
+        named = names.get(schema) or names.get(schema.rsplit(".", 1)[-1])
+        if named is None or id(named) in seen:
+            return False
+        return _zero_size(named, names, seen | {id(named)})
+    if isinstance(schema, dict):
+        t = schema.get("type")
+        if t in ("record", "error"):
+            fields = schema.get("fields")
+            if not isinstance(fields, list):
+                return True
+            inner = seen | {id(schema)}
+            return all(isinstance(f, dict) and _zero_size(f.get("type"), names, inner) for f in fields)
+        if t == "fixed":
+            return schema.get("size") == 0
+        if t in ("array", "map", "enum"):
+            return False
+        return _zero_size(t, names, seen)
+    return False  # a union (list): its branch index is at least one byte
+
+
+def _array_items(schema: Any) -> Iterator[Any]:
+    """The item schemas of every array in ``schema``."""
+    if isinstance(schema, list):
+        for s in schema:
+            yield from _array_items(s)
+    elif isinstance(schema, dict):
+        if schema.get("type") == "array":
+            yield schema.get("items")
+        for f in schema.get("fields") or () if isinstance(schema.get("fields"), list) else ():
+            if isinstance(f, dict):
+                yield from _array_items(f.get("type"))
+        for key in ("items", "values", "type"):
+            if isinstance(schema.get(key), (dict, list)):
+                yield from _array_items(schema[key])
 
 
 def _rest(handle: io.BytesIO, start: int) -> bytes:

@@ -16,6 +16,7 @@ from datetime import datetime, tzinfo
 from typing import NamedTuple
 
 from collectors.hadoop.common import Context, LineParser
+from engine.events import MAX_SECONDS
 
 _LEVELS = "TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL"
 _TAIL = r"(?:\[(?P<thread>[^\]]*)\] +)?(?P<cls>[\w.$-]+)(?: \(\S*\))? ?[:-](?: (?P<msg>.*))?$"
@@ -53,6 +54,8 @@ class Clock:
                 value = datetime.strptime(stamp, fmt).replace(tzinfo=self.tz).timestamp()
             except ValueError as err:
                 raise HeaderError(f"bad timestamp {stamp!r}: {err}") from None
+            if not -MAX_SECONDS <= value <= MAX_SECONDS:  # year 9999 parses, but no engine takes it
+                raise HeaderError(f"timestamp {stamp!r} out of range (after the year 5138)")
             if len(self._cache) > 200_000:
                 self._cache.clear()
             self._cache[stamp] = value

@@ -17,6 +17,14 @@ This also yields the valid time range: the earliest first point and latest last 
 A signature of one event per component (the Hadoop pack's usual case) skips the general DP: point paths are counted
 with prefix sums (:func:`_chain_mass`, integer counts divided once by the number of worlds), and when the window can
 cut the chain the point of its narrowest event is fixed instead of the first event's (:func:`_pivot_confidence`).
+
+**Width.**  Both walk ticks, so their cost grows with the intervals' width (two events a day wide: minutes).  A
+signature without negation candidates, and a chain whose prefix sums would touch more than :data:`CHAIN_TICK_WORK`
+list elements, gets the same exact confidence from :mod:`engine.imprecise.segments` instead: a sweep over the
+segments between interval ends, at a cost independent of the widths and of the window (it is also faster than the
+tick DP on the Hadoop pack's Kleene signatures).  With negation candidates the tick DP stays, clipped to the ticks
+that can lie in a match: every point of a match lies within ``W - 1`` of every other, so each event's interval is cut
+to ``[max(lower bounds) - W + 1, min(upper bounds) + W - 1]`` -- its cost follows the window, not the widths.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.events import Event
+from engine.imprecise import segments
 from engine.imprecise.bounds import valid_intervals
 from engine.plan.compiler import CompiledQuery
 from engine.plan.predicates import KleeneCell
@@ -42,6 +51,30 @@ class Confidence:
 
 
 ZERO = Confidence(0.0, None, None)
+
+#: A chain whose tick passes would touch more list elements than this goes to the segment sweep (both are exact; the
+#: prefix sums win on narrow intervals, the sweep on wide ones: ``benchmarks/bench_interval_width.py``).
+CHAIN_TICK_WORK = 20_000
+#: ``"auto"`` (above); tests set ``"segments"`` to send every signature without negation candidates through the
+#: segment sweep, benchmarks ``"ticks"`` to measure the tick DP alone.
+METHOD = "auto"
+
+
+def _from_count(count: int, first: int | None, last: int | None, worlds: int) -> Confidence:
+    """A :class:`Confidence` from exact integer counts (int / int is correctly rounded)."""
+    if count <= 0:
+        return ZERO
+    return Confidence(min(count / worlds, 1.0), first, last)
+
+
+def _chain_work(events: Sequence[Event], window: int | None) -> int:
+    """List elements the prefix-sum passes of :func:`_chain_confidence` would touch (an estimate)."""
+    widths = [e.thi - e.tlo + 1 for e in events]
+    work = sum(widths)
+    first, last = events[0], events[-1]
+    if window is not None and last.thi - first.tlo >= window:
+        work *= min(widths[0], 2 * min(widths))  # one pass per first point, or per point of the narrowest (pivot)
+    return work
 
 
 def _pair_between(n: Event, x: int, y: int) -> float:
@@ -126,11 +159,14 @@ def _chain_mass(events: Sequence[Event], first_lo: int, first_hi: int, cap: floa
     return total / (denom * (e1.thi - e1.tlo + 1)), hi  # every count is positive: the latest point is hi
 
 
-def _chain_confidence(events: Sequence[Event], window: int | None) -> Confidence:
+def _chain_confidence(events: Sequence[Event], window: int | None, meter: segments.Meter | None = None) -> Confidence:
     """Exact confidence of one event per component (the usual Hadoop case) without the general state DP.
 
     Without a binding window the chain is one pass; otherwise the first point is fixed tick by tick only where the
-    window can cut the chain (``t_1 <= t_m.upper - W``), the rest is one pass."""
+    window can cut the chain (``t_1 <= t_m.upper - W``), the rest is one pass.  Wide intervals go to the segment sweep
+    (:data:`CHAIN_TICK_WORK`)."""
+    if METHOD == "segments" or (METHOD == "auto" and _chain_work(events, window) > CHAIN_TICK_WORK):
+        return _from_count(*segments.chain_count(events, window, meter))
     first, last = events[0], events[-1]
     if window is None or last.thi - first.tlo < window:
         total, end = _chain_mass(events, first.tlo, first.thi, math.inf)
@@ -232,13 +268,15 @@ def signature_confidence(
     cq: CompiledQuery,
     assignment: Sequence[Sequence[Event]],
     negation_candidates: Sequence[Sequence[Event]] = (),
+    meter: segments.Meter | None = None,
 ) -> Confidence:
     """Confidence of the signature ``assignment`` (one list of events per positive component).
 
     ``negation_candidates[i]`` are the events that may cancel the match through ``cq.negations[i]`` (same type,
     consistent with the equivalence test, not in the signature, and -- unless the negation is order dependent --
     satisfying its predicates).  Predicates are evaluated inside the DP because Kleene iterator predicates depend on
-    the order of the elements in each world.
+    the order of the elements in each world.  ``meter`` counts the DP's transitions and raises
+    :class:`engine.imprecise.segments.WorkExceeded` past its budget.
     """
     comps = cq.components
     m = len(comps)
@@ -264,20 +302,36 @@ def signature_confidence(
             chain = [evs[0] for evs in assignment]
             if valid_intervals(chain, window) is None or not _predicates_hold(cq, chain):
                 return ZERO
-            return _chain_confidence(chain, window)
+            return _chain_confidence(chain, window, meter)
+        if METHOD != "ticks":
+            try:
+                return _from_count(*segments.signature_count(cq, assignment, meter))
+            except segments.InterpolationError:  # pragma: no cover - a broken degree bound; the tick DP is exact
+                if segments.STRICT:
+                    raise
     track_first = window is not None and hi - lo >= window
     neg_after = {neg.after: i for i, neg in enumerate(cq.negations)}
     negs = cq.negations
 
-    # Ticks at which something can be placed, and the events that must be placed by the end of each tick.
-    ticks = sorted({t for e in events for t in range(e.tlo, e.thi + 1)})
+    # Ticks at which something can be placed, and the events that must be placed by the end of each tick: only the
+    # ticks that can lie in a match -- within W - 1 of every event's interval (the pmf stays the whole interval's).
+    clip_lo, clip_hi = lo, hi
+    if track_first:
+        clip_lo = max(lo, max(e.tlo for e in events) - window + 1)
+        clip_hi = min(hi, min(e.thi for e in events) + window - 1)
+    spans = [(max(e.tlo, clip_lo), min(e.thi, clip_hi)) for e in events]
+    if any(a > b for a, b in spans):
+        return ZERO
+    if meter is not None:  # the tick lists below are as long as the intervals: charged before they are built
+        meter.spend(sum(b - a + 1 for a, b in spans))
+    ticks = sorted({t for a, b in spans for t in range(a, b + 1)})
     live: dict[int, list[int]] = {}
-    for i, e in enumerate(events):
-        for t in range(e.tlo, e.thi + 1):
+    for i, (a, b) in enumerate(spans):
+        for t in range(a, b + 1):
             live.setdefault(t, []).append(i)
     due_at: dict[int, int] = {}
-    for i, e in enumerate(events):
-        due_at[e.thi] = due_at.get(e.thi, 0) | (1 << i)
+    for i, (_, b) in enumerate(spans):
+        due_at[b] = due_at.get(b, 0) | (1 << i)
     prob = [1.0 / (e.thi - e.tlo + 1) for e in events]
 
     # state key -> [mass, min first tick, bind, j, mask, t_first, gap_x, deferred gaps]
@@ -311,6 +365,8 @@ def signature_confidence(
                     cur[1] = first
 
         here = live.get(t, ())
+        if meter is not None:
+            meter.spend(len(states) * (1 + len(here)))
         for key, (mass, first, bind, j, mask, t_first, gap_x, gaps) in states.items():
             add(key, mass, first, bind, j, mask, t_first, gap_x, gaps)  # place nothing at t
             if window is not None and t_first is not None and t - t_first >= window:

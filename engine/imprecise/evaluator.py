@@ -36,12 +36,25 @@ from typing import Any
 
 from engine.events import Event
 from engine.imprecise.confidence import Confidence, _chain_confidence, signature_confidence
-from engine.output import return_key
+from engine.imprecise.segments import Meter, WorkExceeded
+from engine.output import key_of, return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.consistency import classify, false_consistent, is_monotone
 from engine.plan.predicates import KleeneCell, Placement, compile_expr, references
 
 NEG_INF = -math.inf
+#: Transitions of the confidence DP one signature may take (about half a second): a Kleene set of a dozen mutually
+#: overlapping elements has exponentially many placement states, and exact is exponential there.
+SIGNATURE_WORK = 500_000
+#: With signature bounds set (engine.runtime.limits), each signature allowed so many transitions on average, and a
+#: closing event (a feed step) at most so many in all: the time of one event is bounded, not only its memory.
+WORK_PER_SIGNATURE = 1_000
+CLOSING_WORK = 10_000_000
+STEP_WORK = 50_000_000
+
+
+class _Exhausted(Exception):
+    """The enumeration of one closing event reached its bound (engine.runtime.limits)."""
 
 
 def _canon(e: Event) -> tuple:
@@ -112,7 +125,7 @@ class _TypeBuffer:
         if w > self.width:
             self.width = w
         if self.key is not None:
-            v = e.attrs.get(self.key)
+            v = key_of(e.attrs.get(self.key))
             sub = self.keyed.get(v)
             if sub is None:
                 sub = self.keyed[v] = _Keyed()
@@ -131,7 +144,7 @@ class _TypeBuffer:
         """:meth:`span` restricted to the events whose key is ``value`` or missing (``value`` not None), in the same
         order."""
         lo_from = NEG_INF if floor == NEG_INF else floor - self.width
-        mine = self.keyed.get(value)
+        mine = self.keyed.get(key_of(value))
         shared = self.keyed.get(None)
         if shared is None or not shared.events:
             if mine is None:
@@ -171,7 +184,7 @@ class _TypeBuffer:
             self.events = [e for e in self.events if e.thi >= min_thi]
             self.los = [e.tlo for e in self.events]
             if self.key is not None:
-                for v in {e.attrs.get(self.key) for e in gone}:
+                for v in {key_of(e.attrs.get(self.key)) for e in gone}:
                     sub = self.keyed.get(v)
                     if sub is not None:
                         sub.prune(min_thi)
@@ -224,6 +237,19 @@ class ImpreciseMatcher:
         self.remember_dead_ends = (self.m >= 3 and not self.trailing and not self.comps[-2].kleene
                                    and self.m - 1 in self.free and not cq.negations and self.window is not None)
         self._dead_ends: dict[int, tuple[Event, float]] = {}  # id -> (candidate, the window's floor then)
+        # Memory bounds (engine.runtime.limits): signatures evaluated per closing event and per feed step; an
+        # enumeration that reaches one stops there and is counted in ``truncated``.
+        self.max_signatures_per_closing: int | None = None
+        self.max_signatures_per_step: int | None = None
+        self.truncated = 0
+        self._stop_at = math.inf
+        self._step_stop = math.inf
+        # Work bounds on the confidence DP (engine.imprecise.segments.Meter): SIGNATURE_WORK per signature (one past
+        # it is skipped, counted in ``skipped``), and per closing and per step the signature bounds times
+        # WORK_PER_SIGNATURE, at most CLOSING_WORK (past it the enumeration stops, as above).
+        self.skipped = 0
+        self._work_left = math.inf
+        self._step_work_left = math.inf
 
     def _plan_enumeration(self) -> None:
         """Which predicates can run before the confidence DP: singleton-only ones once their earliest variable is
@@ -365,6 +391,9 @@ class ImpreciseMatcher:
     def _close(self, safe: float) -> list[dict]:
         out: list[dict] = []
         pending = self.pending
+        cap = self.max_signatures_per_step
+        self._step_stop = math.inf if cap is None else self.signatures + cap
+        self._step_work_left = math.inf if cap is None else min(STEP_WORK, cap * WORK_PER_SIGNATURE)
         while pending and pending[0][0] < safe:
             _, _, z = heapq.heappop(pending)
             self._close_event(z, out)
@@ -395,7 +424,16 @@ class ImpreciseMatcher:
 
     def _close_event(self, z: Event, out: list[dict]) -> None:
         self._collapse: dict[tuple, list] = {}
-        self._enumerate_closed_by(z, out)
+        cap = self.max_signatures_per_closing
+        self._stop_at = self._step_stop if cap is None else min(self._step_stop, self.signatures + cap)
+        self._work_left = self._step_work_left if cap is None else min(
+            self._step_work_left, CLOSING_WORK, cap * WORK_PER_SIGNATURE)
+        left = self._work_left
+        try:
+            self._enumerate_closed_by(z, out)
+        except _Exhausted:
+            self.truncated += 1
+        self._step_work_left -= left - self._work_left
         for assignment, conf, sets in self._collapse.values():
             merged = [sorted(sets[k], key=_canon) if comp.kleene else evs
                       for k, (comp, evs) in enumerate(zip(self.comps, assignment, strict=True))]
@@ -675,7 +713,7 @@ class ImpreciseMatcher:
         seen: set = set()  # one per equivalence binding
         for e in cands:
             if e.tlo > lo and e.thi < hi:
-                bound = self._bind_eq(eqv, e)
+                bound = key_of(self._bind_eq(eqv, e))
                 if bound in seen:
                     continue
                 seen.add(bound)
@@ -736,8 +774,19 @@ class ImpreciseMatcher:
             key = self._return_key(assignment)
             if key in self.emitted:
                 return False
+        if self.signatures >= self._stop_at or self._work_left <= 0:
+            raise _Exhausted
         self.signatures += 1
-        conf = signature_confidence(self.cq, assignment, self._negation_candidates(assignment, eqv))
+        meter = Meter(min(SIGNATURE_WORK, self._work_left))
+        try:
+            conf = signature_confidence(self.cq, assignment, self._negation_candidates(assignment, eqv), meter)
+        except WorkExceeded:
+            self._work_left -= meter.used
+            if meter.limit < SIGNATURE_WORK:
+                raise _Exhausted from None  # the closing's budget, not this signature's, ran out
+            self.skipped += 1  # this signature alone is too costly to be exact: dropped, counted
+            return False
+        self._work_left -= meter.used
         if conf.value <= 0.0 or conf.value < self.threshold:
             return False
         if self.mode == "all":

@@ -223,6 +223,13 @@ class _PackReader:
             context = getattr(exc, "context", None)
             reason = f"invalid YAML: {problem}" + (f" ({context})" if context else "")
             line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+            position = getattr(exc, "position", None)  # a ReaderError (a control character) has no mark
+            if isinstance(exc, yaml.reader.ReaderError):
+                ch = exc.character
+                reason = f"invalid YAML: {exc.reason} ({f'#x{ch:04x}' if isinstance(ch, int) else repr(ch)})"
+            if mark is None and isinstance(position, int):
+                before = self.text[:position]
+                line, column = before.count("\n") + 1, position - (before.rfind("\n") + 1) + 1
             raise PackError(reason, self.source, "", line, column) from None
         if not isinstance(data, dict):
             kind = "an empty document" if data is None else f"a {type(data).__name__}"

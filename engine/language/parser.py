@@ -31,6 +31,12 @@ UNITS: dict[str, float] = {
     **dict.fromkeys(("d", "day", "days"), 86400.0),
 }
 
+#: The longest WITHIN or SLIDE: the largest time an event may carry (engine.events.MAX_SECONDS, about 3,170 years).
+MAX_DURATION = 1e11
+#: At most this many sliding windows (WITHIN / SLIDE) overlap each event: GRETA keeps a sub-graph per window an event
+#: falls in, so ``WITHIN 1e30 minutes SLIDE 5 minutes`` never finished (found by fuzzing).
+MAX_OVERLAPPING_WINDOWS = 10_000
+
 AGG_FUNCS = ("avg", "min", "max", "sum", "count", "median")
 
 #: Trend aggregates (GRETA) that take ``v.attr``; ``count`` takes ``*`` or a bare variable instead.
@@ -285,6 +291,9 @@ class _Builder:
         if slide_at is not None:
             if within is None:
                 self.error("SLIDE needs WITHIN: the windows are [k*SLIDE, k*SLIDE + WITHIN)", slide_at)
+            if slide is not None and within / slide > MAX_OVERLAPPING_WINDOWS:
+                self.error(f"WITHIN / SLIDE puts each event in {within / slide:.3g} windows (at most "
+                           f"{MAX_OVERLAPPING_WINDOWS:,}): use a longer SLIDE", slide_at)
             if not aggregates:
                 self.error(
                     "SLIDE applies only to trend-aggregate queries (RETURN COUNT(*), SUM(v.attr), ...)", slide_at
@@ -356,9 +365,14 @@ class _Builder:
             factor = UNITS.get(str(unit).lower(), 0.0)
             if not factor:
                 self.error(f"unknown time unit '{unit}' (expected ms, s, min, hours or days)", unit)
-        seconds = float(value * factor)
+        try:
+            seconds = float(value * factor)
+        except OverflowError:
+            seconds = float("inf")
         if not 0 < seconds < float("inf"):
             self.error(f"{keyword} must be a positive, finite duration", number)
+        if seconds > MAX_DURATION:
+            self.error(f"{keyword} must be at most {MAX_DURATION:g} seconds (about 3,170 years)", number)
         return seconds
 
     def returns(self, tree: Tree) -> tuple[ast.ReturnItem, ...]:

@@ -73,7 +73,10 @@ def _fold(entry: tuple | None, value: Any) -> tuple | None:
         return (value if numeric else None, 1, value, value)
     s, n, lo, hi = entry
     if s is not None and isinstance(value, (int, float)):
-        s = s + value
+        try:
+            s = s + value
+        except OverflowError:  # an integer beyond the float range plus a float: the sum is unknown
+            s = None
     else:
         s = None
     try:
@@ -98,7 +101,11 @@ def make_aggs_step(attrs: tuple[str, ...]) -> Callable[[tuple | None, Event], tu
             if entry is None or entry[0] is None or (type(v) is not float and type(v) is not int):
                 return (_fold(entry, v),)
             s, n, lo, hi = entry  # a numeric sum: every value so far was a number, so lo and hi are too
-            return (s + v, n + 1, v if v < lo else lo, v if v > hi else hi),
+            try:
+                s = s + v
+            except OverflowError:  # an integer beyond the float range plus a float
+                return ((None, n + 1, v if v < lo else lo, v if v > hi else hi),)
+            return (s, n + 1, v if v < lo else lo, v if v > hi else hi),
 
         return step1
 
@@ -119,7 +126,10 @@ def _agg_value(func: str, entry: tuple | None) -> Any:
     if func == "sum":
         return s
     if func == "avg":
-        return None if s is None else s / n
+        try:
+            return None if s is None else s / n
+        except OverflowError:  # an integer sum beyond the float range
+            return None
     if func == "min":
         return lo
     return hi
@@ -208,6 +218,11 @@ _ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator
 _ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
+#: Arithmetic is on numbers only: ``"ab" * 10**9`` or a list times a number would build huge values, and a string
+#: ``%`` would format; anything else is unknown (None), like a comparison between a string and a number.
+_NUMBERS = frozenset({int, float, bool})
+
+
 def _arith(op: str, left: Fn, right: Fn) -> Fn:
     fn = _ARITH[op]
 
@@ -218,9 +233,11 @@ def _arith(op: str, left: Fn, right: Fn) -> Fn:
         rv = right(b, c)
         if rv is None:
             return None
+        if lv.__class__ not in _NUMBERS or rv.__class__ not in _NUMBERS:
+            return None
         try:
             return fn(lv, rv)
-        except (TypeError, ZeroDivisionError):
+        except (ZeroDivisionError, OverflowError, ValueError):  # 10**400 / 3: beyond the float range
             return None
 
     return arith

@@ -21,11 +21,12 @@ from typing import Any
 
 from engine.events import Event
 from engine.language.ast import Aggregate, walk
-from engine.output import return_key
+from engine.output import key_of, return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.predicates import KleeneCell, references
 
 SWEEP_EVERY = 4096
+_UNHASHABLE = (list, dict)
 NEG_INF = -math.inf
 
 
@@ -91,6 +92,12 @@ class Matcher:
         #: RETURN values and rarely the ids (alert rules), a trailing Kleene's growing prefixes then cost O(1) each
         #: instead of a copy of the whole prefix.  Such records are not JSON-serialisable as they are.
         self.lazy_ids = False
+        # Memory bounds (engine.runtime.limits): runs per pool and in total; feed() compares ``alive`` with the
+        # smaller one, so they cost one comparison per event until they bind.
+        self.max_runs_per_key: int | None = None
+        self.max_runs: int | None = None
+        self.limit_at: float = math.inf
+        self.dropped_runs = 0  # runs dropped by those bounds
 
     # ------------------------------------------------------------------ public
 
@@ -114,6 +121,8 @@ class Matcher:
         pools = self.pools
         if self.partitioned:
             x = ev.attrs.get(self.attr0)
+            if x.__class__ in _UNHASHABLE:
+                x = key_of(x)  # a list or object as the key: its pool is keyed by JSON text
             if x is None:
                 self._step_pools(list(pools), ev, t, out)
             else:
@@ -136,6 +145,10 @@ class Matcher:
             self._step_pools((None,), ev, t, out)
         if etype == self.first_type:
             self._start(ev, t, out)
+        if self.alive > self.limit_at:
+            from engine.runtime.limits import enforce
+
+            enforce(self, ev)
         if out:
             self.matches += len(out)
         return out
@@ -163,7 +176,7 @@ class Matcher:
             else:
                 del pools[key]
         for r in moved:
-            pools.setdefault(r.eqv[0], []).append(r)
+            pools.setdefault(key_of(r.eqv[0]), []).append(r)
 
     def feed_many(self, events: Iterable[Event]) -> list[dict]:
         """``feed`` each event in turn and concatenate the records (the same records, in the same order).
@@ -214,7 +227,7 @@ class Matcher:
             return []
         pools = self.pools
         if self.partitioned:
-            x = ev.attrs.get(self.attr0)
+            x = key_of(ev.attrs.get(self.attr0))
             if x is None:
                 return list(pools)
             return [k for k in (x, None) if k in pools]
@@ -328,7 +341,7 @@ class Matcher:
         self._advance(r, 0, ev, t, kept, out)
         self.alive += len(kept)
         for run in kept:
-            self.pools.setdefault(run.eqv[0] if self.partitioned else None, []).append(run)
+            self.pools.setdefault(key_of(run.eqv[0]) if self.partitioned else None, []).append(run)
 
     def _advance(self, r: Run, k: int, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
         """Bind ``ev`` as the (first element of the) component ``k``: the begin edge."""
@@ -489,7 +502,7 @@ class Matcher:
         for r in runs:
             if ready < r.k and self._return_key(r) in self.emitted:
                 continue
-            parts: list[Any] = [r.k, r.kin, r.t_last, r.eqv]
+            parts: list[Any] = [r.k, r.kin, r.t_last, key_of(r.eqv)]
             bind = r.bind
             for j, form in table[(r.k, r.kin)]:
                 b = bind[j]

@@ -45,6 +45,29 @@ def test_direct_parser_equals_event_from_json(tick: float) -> None:
             parse(bad)
 
 
+BAD_NUMBERS = [1e308, -1e308, float("nan"), float("inf"), -float("inf"), 10**400, -(10**400), 1e11, 1e11 + 1,
+               99999999999.95, 2**53, 0.05, -0.05, 0, 1]
+
+
+@pytest.mark.parametrize("tick", [0.1, 1e-9])
+def test_direct_parser_equals_event_from_json_on_bad_numbers(tick: float) -> None:
+    """Issue 18: huge, infinite and NaN times, absurd deltas: both paths reject (EventError, never OverflowError)
+    or accept alike."""
+    parse = make_event_parser(tick)
+    for ts in BAD_NUMBERS:
+        for delta in [*BAD_NUMBERS, -1, None]:
+            obj = {"type": "T", "ts": ts, "k": 1}
+            if delta is not None:
+                obj["delta"] = delta
+            try:
+                want = event_from_json(obj, 0, tick)
+            except EventError:
+                with pytest.raises(EventError):
+                    parse(obj)
+                continue
+            _same(parse(obj), want)
+
+
 def test_offer_point_equals_offer_without_keeping() -> None:
     rng = random.Random(5)
     a, b = Watermark(bound=30), Watermark(bound=30)

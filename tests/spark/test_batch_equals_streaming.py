@@ -117,3 +117,20 @@ def test_invalid_line_is_reported_like_match(spark, tmp_path: Path, capsys) -> N
     assert f"{bad}:{len(text.splitlines())}: invalid event: 'ts' is required" in err
     code, _, reference = run_cli(["match", str(bad), "--pack", str(PACK)], capsys)
     assert code == 2 and reference.strip() in err
+
+
+def test_max_delta_is_reported_like_match(spark, tmp_path: Path, capsys) -> None:
+    """Issue 18: hcep batch rejects an event wider than --max-delta (default 7.5 s) naming its line, as match does."""
+    wide = tmp_path / "wide.jsonl"
+    text = HANDCHECK.read_text().rstrip("\n") + "\n" + '{"type": "LoadStd", "ts": 1700000100, "delta": 100, "val": 1}\n'
+    wide.write_text(text)
+    code, _, err = run_cli(["batch", "--pack", str(PACK), str(wide), "--no-progress"], capsys)
+    assert code == 2
+    assert f"{wide}:{len(text.splitlines())}: event wider than --max-delta 7.5 s" in err
+    code, _, reference = run_cli(["match", str(wide), "--pack", str(PACK)], capsys)
+    assert code == 2 and reference.strip() in err
+    code, out, _ = run_cli(["batch", "--pack", str(PACK), str(wide), "--no-progress", "--max-delta", "100"], capsys)
+    assert code == 0
+    code, reference, _ = run_cli(["match", str(wide), "--pack", str(PACK), "--max-delta", "100"], capsys)
+    assert out
+    assert_same_records(out, reference)
