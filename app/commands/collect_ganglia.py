@@ -153,11 +153,7 @@ class _Sink:
         out, publisher = self.out, self.publisher
         n = 0
         for event in events:
-            text = json.dumps(event, separators=(",", ":"))
-            if out is not None:
-                out.write(text + "\n")
-            if publisher is not None:
-                publisher.send(event, text)
+            kafka_out.emit(event, out, publisher, json.dumps(event, separators=(",", ":")))
             n += 1
         if out is not None:
             out.flush()

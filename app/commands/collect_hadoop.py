@@ -95,7 +95,6 @@ def _open_out(path: str | None, append: bool) -> tuple[IO[str] | None, bool]:
 
 # ------------------------------------------------------------------------------------------------------------- batch
 def _batch(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | None, publisher: Any) -> int:
-    import json
 
     from collectors.hadoop.collect import Summary, collect, discover, sorted_events
 
@@ -110,14 +109,7 @@ def _batch(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | No
     on_file = (lambda source: bar.update(source.size)) if bar is not None else None
     try:
         events = collect(args.paths, tz=tz, delta=args.delta, deadletter=deadletter, summary=summary, on_file=on_file)
-        for text in sorted_events(events):
-            if out is not None:
-                out.write(text)
-                out.write("\n")
-            if publisher is not None:
-                publisher.send(json.loads(text), text)
-        if publisher is not None:
-            publisher.flush()  # every message acknowledged before the summary claims them
+        kafka_out.emit_sorted(sorted_events(events), out, publisher)
     finally:
         if bar is not None:
             bar.close()
@@ -131,7 +123,6 @@ class _Stop:
 
 
 def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | None, publisher: Any) -> int:
-    import json
 
     from app.publish import PublishError
     from collectors.hadoop.collect import Deduper, Summary, line_parser, sniff
@@ -159,12 +150,7 @@ def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | N
 
     def emit(event: dict[str, Any]) -> None:
         if dedupe.keep(event):
-            text = json.dumps(event)
-            if out is not None:
-                out.write(text)
-                out.write("\n")
-            if publisher is not None:
-                publisher.send(event, text)
+            kafka_out.emit(event, out, publisher)
             summary.written += 1
 
     def scan() -> None:

@@ -14,7 +14,6 @@ by the broker before its positions are committed (at-least-once).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -174,14 +173,7 @@ def _batch(args: argparse.Namespace, deadletter: Any, out: IO[str] | None, publi
             summary=summary,
             on_bytes=bar.update if bar is not None else None,
         )
-        for text in sorted_events(events):
-            if out is not None:
-                out.write(text)
-                out.write("\n")
-            if publisher is not None:
-                publisher.send(json.loads(text), text)
-        if publisher is not None:
-            publisher.flush()  # every message acknowledged before the summary claims them
+        kafka_out.emit_sorted(sorted_events(events), out, publisher)
     finally:
         if bar is not None:
             bar.close()
@@ -219,12 +211,7 @@ def _follow(args: argparse.Namespace, follower: Any, out: IO[str] | None, publis
                 follower.scan()
                 next_scan = now + max(2.0, args.poll)
             for event in follower.poll():
-                text = json.dumps(event)
-                if out is not None:
-                    out.write(text)
-                    out.write("\n")
-                if publisher is not None:
-                    publisher.send(event, text)
+                kafka_out.emit(event, out, publisher)
             flush()
             follower.deadletter.flush()
             follower.commit()  # only after the batch's events are out (at-least-once)

@@ -7,7 +7,9 @@ in one line on stderr and the collector exits 1 (:data:`EXIT_KAFKA`).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from app.commands.argtypes import non_negative, positive_int, positive_seconds
@@ -61,3 +63,23 @@ def open_publisher(args: argparse.Namespace, source: str, keys: tuple[str, ...] 
 def report(command: str, err: Exception) -> int:
     print(f"hcep {command}: {err}", file=sys.stderr)
     return EXIT_KAFKA
+
+
+def emit(event: dict[str, Any], out: Any, publisher: Any, text: str | None = None) -> None:
+    """One collected event to the JSON-lines copy (``out``, may be None) and the publisher (may be None)."""
+    if text is None:
+        text = json.dumps(event)
+    if out is not None:
+        out.write(text)
+        out.write("\n")
+    if publisher is not None:
+        publisher.send(event, text)
+
+
+def emit_sorted(texts: Iterable[str], out: Any, publisher: Any) -> None:
+    """A batch collection's events (JSON texts, in time order) out, then every message acknowledged: only then may
+    the summary claim them (a broker that stops answering raises PublishError here)."""
+    for text in texts:
+        emit(json.loads(text) if publisher is not None else {}, out, publisher, text)
+    if publisher is not None:
+        publisher.flush()

@@ -63,15 +63,18 @@ def events_from_documents(
         start, finish = int(job["startTime"]), int(job["finishTime"])
         user, queue, state = str(job["user"]), str(job["queue"]), str(job["state"])
         maps, reduces = int(job["mapsTotal"]), int(job["reducesTotal"])
-    except (KeyError, TypeError, ValueError, OverflowError) as err:
+
+        def eid(location: str, index: int = 0) -> str:
+            return E.event_id(source, location, index)
+
+        out = [E.job_start(start / 1e3, eid(f"{job_id}/start"), job_id, user=user, queue=queue, maps=maps,
+                           reduces=reduces, delta=delta)]
+        end = E.job_end(finish / 1e3, eid(f"{job_id}/end"), job_id, status=state, user=user, queue=queue, maps=maps,
+                        reduces=reduces, delta=delta)
+    except (KeyError, TypeError, ValueError, OverflowError) as err:  # E.EventRangeError is a ValueError
         deadletter.write(source, f"{source}:job", f"job document without {err}", json.dumps(job_doc, default=str))
         return []
 
-    def eid(location: str, index: int = 0) -> str:
-        return E.event_id(source, location, index)
-
-    out = [E.job_start(start / 1e3, eid(f"{job_id}/start"), job_id, user=user, queue=queue, maps=maps,
-                       reduces=reduces, delta=delta)]
     for n, doc in enumerate(attempt_docs):
         for att in _attempts(doc):
             try:
@@ -86,22 +89,34 @@ def events_from_documents(
                 deadletter.write(source, f"{source}:attempts[{n}]", f"bad task attempt ({err})",
                                  json.dumps(att, default=str))
                 continue
-            kind = parsed[2]
-            if kind == "r":
-                out.append(E.reducer_edge("ReducerStart", a_start / 1e3, eid(aid), aid, host=host, delta=delta))
-            out.append(E.task_attempt(kind, a_finish / 1e3, eid(aid, 1), aid, host=host,
-                                      period=(a_finish - a_start) / 1e3, status=status, delta=delta))
-            if kind == "r":
-                out.append(E.reducer_edge("ReducerEnd", a_finish / 1e3, eid(aid, 2), aid, host=host, delta=delta,
-                                          status=status))
-            elif status == "SUCCEEDED" and reduces > 0:
-                size = _materialized((counters or {}).get(aid))
-                if size is not None:
-                    out.append(E.data_io(a_finish / 1e3, eid(aid, 3), job_id=parsed[0], task_id=parsed[1], size=size,
-                                         delta=delta, map_attempt=aid, host=host))
-    out.append(E.job_end(finish / 1e3, eid(f"{job_id}/end"), job_id, status=state, user=user, queue=queue, maps=maps,
-                         reduces=reduces, delta=delta))
+            try:
+                out.extend(_attempt_events(parsed, aid, a_start, a_finish, status, host, reduces, counters, delta,
+                                           eid))
+            except E.EventRangeError as err:
+                deadletter.write(source, f"{source}:attempts[{n}]", f"bad task attempt ({err})",
+                                 json.dumps(att, default=str))
+    out.append(end)
     out.sort(key=lambda ev: ev["ts"])
+    return out
+
+
+def _attempt_events(parsed: tuple, aid: str, a_start: int, a_finish: int, status: str, host: str, reduces: int,
+                    counters: dict[str, dict[str, Any]] | None, delta: float, eid: Callable[..., str]) -> list:
+    """The events of one finished task attempt (all or none: a time out of range raises EventRangeError)."""
+    out = []
+    kind = parsed[2]
+    if kind == "r":
+        out.append(E.reducer_edge("ReducerStart", a_start / 1e3, eid(aid), aid, host=host, delta=delta))
+    out.append(E.task_attempt(kind, a_finish / 1e3, eid(aid, 1), aid, host=host,
+                              period=(a_finish - a_start) / 1e3, status=status, delta=delta))
+    if kind == "r":
+        out.append(E.reducer_edge("ReducerEnd", a_finish / 1e3, eid(aid, 2), aid, host=host, delta=delta,
+                                  status=status))
+    elif status == "SUCCEEDED" and reduces > 0:
+        size = _materialized((counters or {}).get(aid))
+        if size is not None:
+            out.append(E.data_io(a_finish / 1e3, eid(aid, 3), job_id=parsed[0], task_id=parsed[1], size=size,
+                                 delta=delta, map_attempt=aid, host=host))
     return out
 
 
