@@ -20,7 +20,7 @@ import pandas as pd
 from dashboards import alerts as alerts_mod
 from dashboards import records
 from dashboards.config import DashboardConfig
-from dashboards.pack import Pack, load_pack
+from dashboards.pack import Pack, load_pack, load_packs
 
 LOAD_TYPES = ("LoadStd", "Balance", "Imbalance")
 
@@ -113,7 +113,8 @@ class DashboardData:
     def __init__(self, config: DashboardConfig, backends: list[Backend] | None = None) -> None:
         self.config = config
         self.backends: list[Backend] = backends if backends is not None else self._backends(config)
-        self.pack: Pack = load_pack(config.pack)
+        self.pack: Pack = load_packs([config.pack, *config.more_packs]) if config.more_packs \
+            else load_pack(config.pack)
         self.acks = alerts_mod.AckBook(config.acks)
         self._lock = threading.Lock()
         self._cache: tuple[Any, Snapshot] | None = None
@@ -126,10 +127,10 @@ class DashboardData:
     @staticmethod
     def _backends(config: DashboardConfig) -> list[Backend]:
         out: list[Backend] = []
-        if config.store is not None:
+        if config.store is not None or config.more_stores:
             from dashboards.backends.store import StoreBackend
 
-            out.append(StoreBackend(config.store))
+            out.extend(StoreBackend(path) for path in (config.store, *config.more_stores) if path is not None)
         if config.data_dir is not None:
             from dashboards.backends.jsonl import JsonlBackend
 
