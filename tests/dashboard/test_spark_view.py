@@ -91,3 +91,21 @@ def test_spark_view_narrows_to_one_application() -> None:
     stages = at.dataframe[1].value
     assert set(stages["app_id"]) == {app}
     assert int(stages.iloc[0]["stage_id"]) == spark_fixture.planted_stage("local", "slow")  # most skewed first
+
+
+def test_spark_events_from_the_archive(spark_dir: Path, tmp_path: Path) -> None:
+    """An archive of Spark events only (no records): the Spark view's stage table is built from its StageCompleted
+    events, whose attributes the archive backend expands."""
+    import json
+
+    from app.spark.archive import ArchiveWriter
+    from dashboards.backends.archive import ArchiveBackend
+
+    events = [json.loads(line) for line in (spark_dir / "spark_events.jsonl").read_text().splitlines()]
+    with ArchiveWriter(tmp_path / "archive", tick=0.001) as writer:
+        writer.add_events(events)
+    loaded = ArchiveBackend(tmp_path / "archive").load()
+    table = spark.stages(loaded["matches"], loaded["events"])
+    matches, frame = _frames(spark_dir)
+    assert len(table) == len(spark.stages(matches, frame)) > 0
+    assert set(table["app_id"]) == {manifest("local")["app_id"], manifest("cluster")["app_id"]}
