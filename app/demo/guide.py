@@ -95,7 +95,7 @@ def look_for(truth: dict[str, Any], url: str, start: float) -> list[str]:
 SPARK_PROBLEMS = (
     ("a stage spilling well over a GiB of execution memory (the demo-spill job)", "StageSpill", 60),
     ("a skewed groupBy whose hot key's task runs about three minutes (the demo-skew job)",
-     "TaskStraggler and StageSkew", 260),
+     "TaskStraggler and StageSkew", 240),
 )
 
 

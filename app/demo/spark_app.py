@@ -5,13 +5,13 @@ planted problems the Spark pack finds at its production gates, run next to the s
 
 Each round, under job groups of its own:
 
-1. **skew** (in a thread of its own, beside the others): a groupBy whose key 0 holds 95 % of the rows; each value
+1. **spill**, alone (it needs the heap): a window aggregation over whole partitions with the window buffer's spill
+   thresholds set low (for this query only): well over a GiB of execution memory spilled against a few MiB of
+   shuffle input -- StageSpill when the stage completes, about a minute in;
+2. **skew** (in a thread of its own, beside the clean job): a groupBy whose key 0 holds 95 % of the rows; each value
    costs a little *sleep* (no CPU: the demo shares two cores), so the hot key's reduce task runs about 2.7 minutes
    while the other seven take a second or two -- TaskStraggler when that task ends and StageSkew when the stage
-   completes, about three and a half minutes in;
-2. **spill**: a window aggregation over whole partitions with the window buffer's spill thresholds set low (for this
-   query only): well over a GiB of execution memory spilled against a few MiB of shuffle input -- StageSpill when
-   the stage completes, about a minute in;
+   completes, about four minutes in;
 3. **clean**: even tasks, for contrast (nothing to find).
 
 Then it waits ``--every`` seconds and runs another round (the demo's showcase period), until SIGTERM or SIGINT, which
@@ -34,8 +34,9 @@ from typing import Any
 SKEW_ROWS = 200_000
 SLEEP_PER_VALUE = 0.00085
 #: Rows of the spilling window aggregation (two window partitions over four input partitions): 300,000 spilled
-#: 1.24 GB of execution memory here (linear in the rows), past the pack's 1 GiB gate; 400,000 ran out of heap.
-SPILL_ROWS = 320_000
+#: 1.24 GB of execution memory here (linear in the rows), past the pack's 1 GiB gate; 400,000 ran out of a 768 MiB
+#: heap, and 320,000 out of 1 GiB while the skewed job ran beside it: the spill runs first, alone, on 1.5 GiB.
+SPILL_ROWS = 300_000
 
 
 def session(log_dir: str) -> Any:
@@ -50,7 +51,7 @@ def session(log_dir: str) -> Any:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.memory", "1g")
+        .config("spark.driver.memory", "1536m")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.eventLog.enabled", "true")
@@ -116,9 +117,10 @@ def _job(spark: Any, group: str, job: Any, stop: threading.Event) -> None:
 
 
 def run_round(spark: Any, scale: float, stop: threading.Event) -> None:
-    """One round: the skewed job in a thread beside the spilling and the clean one (local[2]: the hot task holds one
-    core, sleeping, while the other runs the rest)."""
+    """One round: the spilling job alone, then the skewed job in a thread beside the clean one (local[2]: the hot
+    task holds one core, sleeping, while the other runs the rest)."""
     failed: list[BaseException] = []
+    _job(spark, "demo-spill", lambda: spill(spark, max(int(SPILL_ROWS * scale), 1000)), stop)
 
     def skewed() -> None:
         try:
@@ -133,7 +135,6 @@ def run_round(spark: Any, scale: float, stop: threading.Event) -> None:
 
     thread = threading.Thread(target=skewed, name="demo-skew", daemon=True)
     thread.start()
-    _job(spark, "demo-spill", lambda: spill(spark, max(int(SPILL_ROWS * scale), 1000)), stop)
     _job(spark, "demo-clean", lambda: clean(spark), stop)
     while thread.is_alive():
         thread.join(0.5)
