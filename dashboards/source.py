@@ -117,6 +117,7 @@ class DashboardData:
             else load_pack(config.pack)
         self.acks = alerts_mod.AckBook(config.acks)
         self._lock = threading.Lock()
+        self._loading = threading.Lock()
         self._cache: tuple[Any, Snapshot] | None = None
         self._history = None
         if config.history is not None:
@@ -143,14 +144,19 @@ class DashboardData:
 
     # ------------------------------------------------------------------ loading
     def snapshot(self) -> Snapshot:
-        """The merged data, re-read only when some backend's version changed."""
+        """The merged data, re-read only when some backend's version changed; one thread loads at a time (the
+        others then find its snapshot)."""
         version = tuple((b.name, b.version()) for b in self.backends)
         with self._lock:
             if self._cache is not None and self._cache[0] == version:
                 return self._cache[1]
-        snap = self._load()
-        with self._lock:
-            self._cache = (version, snap)
+        with self._loading:
+            with self._lock:
+                if self._cache is not None and self._cache[0] == version:
+                    return self._cache[1]
+            snap = self._load()
+            with self._lock:
+                self._cache = (version, snap)
         return snap
 
     def _load(self) -> Snapshot:

@@ -441,7 +441,7 @@ def test_spark_view_shows_the_demo_application(demo: Demo, page: Any, shots: Pat
         poll(lambda rx=rx: rx.search(main_text(page)) is not None, left(), f"the {rule} alert on the Spark view")
         print(f"\n[timing] {rule} on the Spark view {time.time() - float(demo.truth['window']['start']):.0f} s after "
               f"the cluster started")
-    assert "hcep-demo-spark" in grid_text(page, 0)
+    until_text(page, demo, "hcep-demo-spark", "the demo's Spark application in the applications table", grid=True)
     shoot(page, shots, "8-spark")
     delivered = [json.loads(line) for line in (demo.root / "alerts.jsonl").read_text().splitlines()]
     assert {"StageSpill", "StageSkew"} <= {a["labels"]["alertname"] for a in delivered if a["labels"].get("app_id")}
