@@ -158,3 +158,23 @@ def anomaly_bars(anomalies: pd.DataFrame) -> alt.Chart:
         color=alt.Color("kind:N", title=None),
         tooltip=["kind:N", "query:N", "count:Q", alt.Tooltip("time:T", format="%Y-%m-%d %H:%M")],
     ).properties(height=160)
+
+
+def stage_skew_chart(stages: pd.DataFrame) -> alt.Chart:
+    """Per finished stage attempt: slowest / median task duration (1.0 = even); stages a rule alerted on in red,
+    Dr. Elephant's skew tiers (2, 4, 8, 16) as dashed rules."""
+    shown = stages.dropna(subset=["skew"]).head(40).copy()
+    shown["stage"] = shown["app_id"].astype(str).str[-8:] + " / " + shown["stage_id"].astype(str) + "." + \
+        shown["stage_attempt"].astype(str)
+    shown["alerted"] = shown["alerts"].fillna("").map(lambda a: "alerted" if a else "no alert")
+    bars = alt.Chart(shown).mark_bar().encode(
+        x=alt.X("stage:N", sort=None, title="application / stage.attempt"),
+        y=alt.Y("skew:Q", title="slowest / median task"),
+        color=alt.Color("alerted:N", scale=alt.Scale(domain=["alerted", "no alert"], range=["#e31a1c", "#9ecae1"]),
+                        title=""),
+        tooltip=["app_id:N", "stage_id:Q", "stage_attempt:Q", "stage_name:N", "tasks:Q", "task_max:Q",
+                 "task_median:Q", "skew:Q", "alerts:N"],
+    )
+    tiers = alt.Chart(pd.DataFrame({"tier": [2, 4, 8, 16]})).mark_rule(strokeDash=[4, 4], color="#969696").encode(
+        y="tier:Q")
+    return alt.layer(bars, tiers).properties(height=HEIGHT)

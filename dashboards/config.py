@@ -34,6 +34,11 @@ def _path(env: Mapping[str, str], name: str) -> Path | None:
     return Path(value).expanduser() if value else None
 
 
+def _paths(env: Mapping[str, str], name: str) -> tuple[Path, ...]:
+    value = env.get(PREFIX + name, "")
+    return tuple(Path(v).expanduser() for v in value.split(os.pathsep) if v.strip())
+
+
 @dataclass(frozen=True)
 class DashboardConfig:
     """The dashboard's inputs; every one is optional, the pages show what is there."""
@@ -48,6 +53,8 @@ class DashboardConfig:
     metrics: str | None = None  # the Prometheus endpoint of ``hcep run`` (runs alive, shed counts, events/s)
     history: Path | None = None  # Spark history tables (``hcep history --out DIR``: durations/, skew/, ...)
     alertmanager: str | None = None  # Alertmanager's base URL: the open alerts, silenced/inhibited state
+    more_stores: tuple[Path, ...] = ()  # the stores of further ``hcep run`` services (another pack, e.g. Spark's)
+    more_packs: tuple[Path, ...] = ()  # further query packs shown beside ``pack``
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DashboardConfig:
@@ -75,7 +82,7 @@ class DashboardConfig:
         metrics = env.get(PREFIX + "METRICS", "").strip() or None
         alertmanager = env.get(PREFIX + "ALERTMANAGER", "").strip() or None
         return cls(data, store, archive, _path(env, "PACK") or default_pack(), _path(env, "LOGS"), acks, refresh,
-                   metrics, history, alertmanager)
+                   metrics, history, alertmanager, _paths(env, "MORE_STORES"), _paths(env, "MORE_PACKS"))
 
     def to_env(self) -> dict[str, str]:
         """The variables that make :meth:`from_env` return this config (for the ``streamlit run`` child)."""
@@ -89,4 +96,7 @@ class DashboardConfig:
             out[PREFIX + "METRICS"] = self.metrics
         if self.alertmanager:
             out[PREFIX + "ALERTMANAGER"] = self.alertmanager
+        for name, paths in (("MORE_STORES", self.more_stores), ("MORE_PACKS", self.more_packs)):
+            if paths:
+                out[PREFIX + name] = os.pathsep.join(str(Path(p).resolve()) for p in paths)
         return out

@@ -115,6 +115,16 @@ def load_pack(path: str | Path | None) -> Pack:
     return Pack(str(doc.get("pack") or Path(path).stem), str(path), tuple(queries), settings, tuple(rules))
 
 
+def load_packs(paths: list[str | Path | None]) -> Pack:
+    """Several packs shown as one (the Hadoop and the Spark pack of a demo): their queries and rules side by side,
+    named ``hadoop + spark``; the first pack's settings."""
+    packs = [load_pack(p) for p in paths if p is not None]
+    if not packs:
+        return Pack()
+    return Pack(" + ".join(p.name for p in packs if p.name), ", ".join(p.path for p in packs),
+                tuple(q for p in packs for q in p.queries), packs[0].settings, tuple(r for p in packs for r in p.rules))
+
+
 def _rule(item: Any) -> PackRule | None:
     if not isinstance(item, dict) or "name" not in item or "query" not in item:
         return None

@@ -20,7 +20,7 @@ import pandas as pd
 from dashboards import alerts as alerts_mod
 from dashboards import records
 from dashboards.config import DashboardConfig
-from dashboards.pack import Pack, load_pack
+from dashboards.pack import Pack, load_pack, load_packs
 
 LOAD_TYPES = ("LoadStd", "Balance", "Imbalance")
 
@@ -113,9 +113,11 @@ class DashboardData:
     def __init__(self, config: DashboardConfig, backends: list[Backend] | None = None) -> None:
         self.config = config
         self.backends: list[Backend] = backends if backends is not None else self._backends(config)
-        self.pack: Pack = load_pack(config.pack)
+        self.pack: Pack = load_packs([config.pack, *config.more_packs]) if config.more_packs \
+            else load_pack(config.pack)
         self.acks = alerts_mod.AckBook(config.acks)
         self._lock = threading.Lock()
+        self._loading = threading.Lock()
         self._cache: tuple[Any, Snapshot] | None = None
         self._history = None
         if config.history is not None:
@@ -126,10 +128,10 @@ class DashboardData:
     @staticmethod
     def _backends(config: DashboardConfig) -> list[Backend]:
         out: list[Backend] = []
-        if config.store is not None:
+        if config.store is not None or config.more_stores:
             from dashboards.backends.store import StoreBackend
 
-            out.append(StoreBackend(config.store))
+            out.extend(StoreBackend(path) for path in (config.store, *config.more_stores) if path is not None)
         if config.data_dir is not None:
             from dashboards.backends.jsonl import JsonlBackend
 
@@ -142,14 +144,19 @@ class DashboardData:
 
     # ------------------------------------------------------------------ loading
     def snapshot(self) -> Snapshot:
-        """The merged data, re-read only when some backend's version changed."""
+        """The merged data, re-read only when some backend's version changed; one thread loads at a time (the
+        others then find its snapshot)."""
         version = tuple((b.name, b.version()) for b in self.backends)
         with self._lock:
             if self._cache is not None and self._cache[0] == version:
                 return self._cache[1]
-        snap = self._load()
-        with self._lock:
-            self._cache = (version, snap)
+        with self._loading:
+            with self._lock:
+                if self._cache is not None and self._cache[0] == version:
+                    return self._cache[1]
+            snap = self._load()
+            with self._lock:
+                self._cache = (version, snap)
         return snap
 
     def _load(self) -> Snapshot:

@@ -25,15 +25,17 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("views/stragglers.py", "Stragglers", "stragglers", ":material/slow_motion_video:"),
     ("views/queuing.py", "Queuing", "queuing", ":material/stacked_line_chart:"),
     ("views/imbalance.py", "Imbalance", "imbalance", ":material/balance:"),
+    ("views/spark.py", "Spark", "spark", ":material/bolt:"),
     ("views/alerts.py", "Alerts", "alerts", ":material/notifications:"),
     ("views/queries.py", "Queries", "queries", ":material/query_stats:"),
 ]
-#: The view that explains each query of the Hadoop pack (alerts link there).
+#: The view that explains each query of the Hadoop and Spark packs (alerts link there).
 VIEW_OF_QUERY = {"Q1": "jobs", "Q2": "jobs", "Q3": "stragglers", "Q4": "queuing", "Q5": "imbalance",
-                 "Q6": "imbalance", "Q7": "imbalance"}
+                 "Q6": "imbalance", "Q7": "imbalance", "StageDone": "spark", "SlowTask": "spark", "FetchWait": "spark",
+                 "ExecutorLost": "spark", "StageRetry": "spark"}
 #: The query parameter each view selects its item by, and the alert label that fills it.
 VIEW_PARAM = {"jobs": ("job_detail", "job_id"), "stragglers": ("task", "task_id"), "imbalance": ("task", "task_id"),
-              "queuing": ("job", "job_id")}
+              "queuing": ("job", "job_id"), "spark": ("app", "app_id")}
 #: Badge colours of the severities (Streamlit markdown ``:color-badge[...]``).
 SEVERITY_COLOUR = {"critical": "red", "error": "red", "warning": "orange", "info": "blue"}
 WINDOWS: dict[str, float | None] = {"all": None, "5 min": 300, "15 min": 900, "1 h": 3600, "6 h": 21600,
@@ -176,7 +178,10 @@ def alert_link(ctx: Context, alert: dict[str, object], label: str | None = None,
     if view is None:
         return
     param, field = VIEW_PARAM.get(view, (None, None))
-    extra = {param: str(alert[field])} if param and field and alert.get(field) else {}
+    labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
+    value = alert.get(field) if field else None
+    value = value or (labels.get(field) if field else None)  # a Spark alert names its application in a label
+    extra = {param: str(value)} if param and value else {}
     link(ctx, view, label or f"Open the {view} view", icon=":material/open_in_new:", **extra)
 
 

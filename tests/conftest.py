@@ -4,7 +4,8 @@ mocked.  Under CI=true a broker that cannot start fails the tests (it must not t
 
 And the test run's ONE SparkSession (``spark``; a JVM start costs about 12 s here), shared by ``tests/spark`` and the
 Spark collector's live tests: it writes its event log (Spark's default zstd, as one growing ``.inprogress`` file) to
-``spark_event_dir``, so those tests can read what Spark logged about their jobs."""
+``spark_event_dir``, so those tests can read what Spark logged about their jobs.  And the one ``local-cluster``
+application that loses an executor (``lost_executor_run``), shared by the collector's and the Spark pack's tests."""
 
 from __future__ import annotations
 
@@ -74,6 +75,17 @@ def spark(spark_event_dir: Path):
     session = build_session("local[2]", app_name="hcep-tests", shuffle_partitions=2, ui=False, conf=event_log)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def lost_executor_run(tmp_path_factory: pytest.TempPathFactory):
+    """ONE ``local-cluster[2,1,1024]`` application per test run that loses an executor during a stage, its log
+    followed by ``hcep collect spark --follow`` (executor JVMs cost a minute here): the collector's live test checks
+    what was read, the Spark pack's live test what the pack makes of it."""
+    pytest.importorskip("pyspark")
+    from tests.collectors.spark.followers import run_lost_executor
+
+    return run_lost_executor(tmp_path_factory.mktemp("lost-executor"))
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,10 @@
 """``hcep batch --pack FILE INPUT... [--master URL]``: the query pack over recorded input, on Spark.
 
 The same records as ``hcep match`` on the same input (see :mod:`app.spark.batch` for how the stream is cut), for
-inputs too large for one machine: JSON-lines files, the Parquet archive, or raw Hadoop logs and Ganglia XML dumps
-(through the collectors).  Records go to stdout as JSON lines (completion order) or, with ``--out DIR``, to the
-archive layout of ``hcep archive`` (``DIR/matches/date=.../query=...``) without passing through the driver.
+inputs too large for one machine: JSON-lines files, the Parquet archive, or raw Hadoop logs, Spark event logs and
+Ganglia XML dumps (through the collectors).  Records go to stdout as JSON lines (completion order) or, with ``--out
+DIR``, to the archive layout of ``hcep archive`` (``DIR/matches/date=.../query=...``) without passing through the
+driver.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from app.commands.argtypes import non_negative_seconds, positive_seconds
 
     parser.add_argument("inputs", nargs="+", metavar="INPUT",
-                        help="JSON-lines files or directories, an archive directory, or raw Hadoop/Ganglia logs")
+                        help="JSON-lines files or directories, an archive directory, or raw Hadoop, Spark event or "
+                             "Ganglia logs")
     parser.add_argument("--pack", required=True, metavar="FILE", help="a YAML query pack (e.g. queries/hadoop.yaml)")
     parser.add_argument("--query", action="append", metavar="NAME", help="run only this query (repeatable)")
     parser.add_argument("--master", metavar="URL",

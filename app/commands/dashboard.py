@@ -28,11 +28,14 @@ START_TIMEOUT = 90.0
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", metavar="DIR", help="data dir: JSONL match records / events (and the store "
                         "hcep.sqlite, the Parquet archive, when they are inside it)")
-    parser.add_argument("--store", metavar="FILE", help="the SQLite store of `hcep run` (opened read-only)")
+    parser.add_argument("--store", metavar="FILE", action="append",
+                        help="the SQLite store of `hcep run` (opened read-only; repeat it for the stores of several "
+                             "services, e.g. the Hadoop and the Spark pack's)")
     parser.add_argument("--archive", metavar="DIR", help="Parquet archive root (events/, matches/)")
     parser.add_argument("--history", metavar="DIR", help="Spark history tables (`hcep history --out DIR`; default: "
                         "DIR/history of --data or --archive)")
-    parser.add_argument("--pack", metavar="FILE", help="query pack (default: the installed queries/hadoop.yaml)")
+    parser.add_argument("--pack", metavar="FILE", action="append",
+                        help="query pack (default: the installed queries/hadoop.yaml; repeatable: packs side by side)")
     parser.add_argument("--logs", metavar="DIR", help="Hadoop log tree searched for a straggler's log lines")
     parser.add_argument("--acks", metavar="FILE", help="where acknowledgements are kept (default: in the data dir)")
     parser.add_argument("--metrics", metavar="URL", help="the Prometheus endpoint of `hcep run` (runs alive, shed "
@@ -71,7 +74,9 @@ def _config(args: argparse.Namespace) -> dict[str, str]:
         return p
 
     data = path(args.data, "--data", True)
-    store = path(args.store, "--store", False)
+    stores = [p for p in (path(v, "--store", False) for v in args.store or []) if p is not None]
+    packs = [p for p in (path(v, "--pack", False) for v in args.pack or []) if p is not None]
+    store = stores[0] if stores else None
     archive = path(args.archive, "--archive", True)
     history = path(args.history, "--history", True)
     if data is None and store is None and archive is None and history is None:
@@ -82,9 +87,10 @@ def _config(args: argparse.Namespace) -> dict[str, str]:
     if alertmanager and not alertmanager.startswith(("http://", "https://")):
         raise CommandError(f"hcep dashboard: --alertmanager {alertmanager}: give an http(s):// URL")
     # Unset store / archive / acks are found (or placed) in the data dir by DashboardConfig.from_env in the child.
-    return DashboardConfig(data, store, archive, path(args.pack, "--pack", False) or default_pack(),
+    return DashboardConfig(data, store, archive, packs[0] if packs else default_pack(),
                            path(args.logs, "--logs", True), Path(args.acks) if args.acks else None,
-                           args.refresh, args.metrics, history, alertmanager).to_env()
+                           args.refresh, args.metrics, history, alertmanager, tuple(stores[1:]),
+                           tuple(packs[1:])).to_env()
 
 
 def streamlit_command(host: str, port: int) -> list[str]:

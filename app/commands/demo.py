@@ -43,10 +43,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         ("kafka-port", 9092, "Kafka broker"), ("zk-port", 2181, "ZooKeeper"), ("gmond-port", 8649, "gmond (TCP+UDP)"),
         ("gmetad-port", 8651, "gmetad XML"), ("gmetad-interactive-port", 8652, "gmetad interactive"),
         ("metrics-port", 9464, "hcep run's Prometheus metrics"), ("dashboard-port", 8501, "the dashboard"),
-        ("alertmanager-port", 9093, "Alertmanager's API"),
+        ("alertmanager-port", 9093, "Alertmanager's API"), ("spark-metrics-port", 9465, "the Spark pack's hcep run"),
     ):
         live.add_argument(f"--{name}", type=_port, default=default, metavar="N",
                           help=f"{what} port (default {default})")
+    live.add_argument("--spark", action=argparse.BooleanOptionalAction, default=True,
+                      help="also run a small PySpark application (a spilling and a skewed stage) with the Spark pack's "
+                           "own hcep run and hcep collect spark (default on; --no-spark: the Hadoop side only)")
     live.add_argument("--refresh", type=positive, default=5.0, metavar="S", help="dashboard auto-refresh (5 s)")
     live.add_argument("--start-timeout", type=positive, default=180.0, metavar="S",
                       help="give up on a part that is not up after S seconds (180)")
@@ -72,10 +75,12 @@ def run(args: argparse.Namespace) -> int:
         kafka_port=args.kafka_port, zk_port=args.zk_port, gmond_port=args.gmond_port, gmetad_port=args.gmetad_port,
         gmetad_interactive_port=args.gmetad_interactive_port, metrics_port=args.metrics_port,
         dashboard_port=args.dashboard_port, alertmanager_port=args.alertmanager_port, refresh=args.refresh,
-        start_timeout=args.start_timeout,
+        start_timeout=args.start_timeout, spark=args.spark, spark_pack=data_path("spark.yaml").resolve(),
+        spark_metrics_port=args.spark_metrics_port,
     )
     ports = [opts.kafka_port, opts.zk_port, opts.gmond_port, opts.gmetad_port, opts.gmetad_interactive_port,
-             opts.metrics_port, opts.alertmanager_port] + ([opts.dashboard_port] if opts.dashboard else [])
+             opts.metrics_port, opts.alertmanager_port] + ([opts.dashboard_port] if opts.dashboard else []) \
+        + ([opts.spark_metrics_port] if opts.spark else [])
     if len(set(ports)) != len(ports):
         raise CommandError("hcep demo: every port must differ")
     return Demo(opts).run()

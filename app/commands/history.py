@@ -2,8 +2,10 @@
 
 Tables (see :mod:`app.spark.history`): ``durations`` (task duration quantiles per job, queue, user, host), ``skew``
 (Dr. Elephant-style severity per job), ``queued`` (queued map output per job over time) and ``anomalies`` (straggler
-and imbalance matches per time bucket).  The anomalies come from the archive's match records; with ``--pack`` the
-archived events are matched first (by ``hcep batch``'s distributed matcher) and those records are used instead.
+and imbalance matches per time bucket); over Spark applications' events also ``spark_stages`` (per stage attempt:
+task-time quantiles, skew, GC, spill) and ``spark_apps`` (per application).  The anomalies come from the archive's
+match records; with ``--pack`` the archived events are matched first (by ``hcep batch``'s distributed matcher) and
+those records are used instead.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bucket", type=positive_seconds, default=300.0, metavar="SECONDS",
                         help="time bucket of the anomaly counts (300)")
     parser.add_argument("--pack", metavar="FILE", help="match the archived events with this pack for the anomalies")
-    parser.add_argument("--straggler-queries", type=_names, default=["Q3"], metavar="A,B",
-                        help="queries whose matches are stragglers (Q3)")
+    parser.add_argument("--straggler-queries", type=_names, default=["Q3", "SlowTask", "FetchWait"], metavar="A,B",
+                        help="queries whose matches are stragglers (Q3,SlowTask,FetchWait)")
     parser.add_argument("--imbalance-queries", type=_names, default=["Q5", "Q6"], metavar="A,B",
                         help="queries whose matches are load imbalances (Q5,Q6)")
     progress = parser.add_mutually_exclusive_group()

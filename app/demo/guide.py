@@ -90,6 +90,22 @@ def look_for(truth: dict[str, Any], url: str, start: float) -> list[str]:
     return out
 
 
+#: The Spark application's planted problems (``app.demo.spark_app``): (what, the rules it raises, about when after the
+#: application starts, in seconds: its JVM start, the stage's run, the collector's poll and the service).
+SPARK_PROBLEMS = (
+    ("a stage spilling well over a GiB of execution memory (the demo-spill job)", "StageSpill", 60),
+    ("a skewed groupBy whose hot key's task runs about three minutes (the demo-skew job)",
+     "TaskStraggler and StageSkew", 240),
+)
+
+
+def spark_look_for(url: str) -> list[str]:
+    """Lines naming the Spark application's planted problems, the view that shows them and the alerts they raise."""
+    where = f"{url.rstrip('/')}/spark" if url else "the Spark view"
+    return [f"Spark: {what}: {where} -- alert {rules}, about {at // 60} min {at % 60:02d} s after the Spark "
+            f"application starts" for what, rules, at in SPARK_PROBLEMS]
+
+
 def store_counts(store: Path) -> tuple[dict[str, int], dict[str, int]]:
     """(matches per query, open alerts per severity) in the service's store, read-only; empty while it is not
     there."""

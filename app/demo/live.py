@@ -16,6 +16,13 @@ In order, each step waiting until its part answers:
 7. the dashboard (``hcep dashboard``) on the service's store (its match records and alert transitions) and
    metrics, Alertmanager, the collectors' event copies and the log tree.
 
+With ``--spark`` (the default; ``--no-spark`` leaves it out) a Spark side runs beside the Hadoop one: a second
+``hcep run`` with the Spark pack (``queries/spark.yaml``, its own consumer group, topics, store and metrics port;
+the service runs one pack, and the Spark pack's millisecond tick would not suit the Hadoop pack's imprecise Ganglia
+events), ``hcep collect spark --follow --kafka`` on the event-log dir, and a small real PySpark application
+(:mod:`app.demo.spark_app`, ``local[2]``) writing its event log there, with a spilling stage and a skewed one planted
+at the pack's production sizes.  The dashboard reads both stores and shows both packs.
+
 Then it prints the dashboard's URL and what to look for, and supervises: a child that dies stops the demo (with its
 name, exit status and log) and the exit status is 1; Ctrl-C or SIGTERM (or the end of ``--duration``) stops every
 child -- each runs in a process group of its own, stopped group-wide -- then the daemons it started, and exits 0.
@@ -66,6 +73,9 @@ class Options:
     metrics_port: int = 9464
     dashboard_port: int = 8501
     alertmanager_port: int = 9093
+    spark: bool = True  #: run the Spark side (the Spark pack's service, its collector and a PySpark application)
+    spark_pack: Path = ROOT / "queries" / "spark.yaml"
+    spark_metrics_port: int = 9465
     step: int = 5  #: seconds between Ganglia rounds (simulator, collector poll, gmetad)
     refresh: float = 5.0  #: dashboard auto-refresh
     showcase_every: float = 600.0
@@ -92,6 +102,14 @@ class Layout:
         return self.root / "service"
 
     @property
+    def spark(self) -> Path:  # the Spark application's event-log dir (spark.eventLog.dir)
+        return self.root / "spark"
+
+    @property
+    def spark_service(self) -> Path:  # the Spark pack's hcep run data dir: hcep.sqlite
+        return self.root / "service-spark"
+
+    @property
     def logs(self) -> Path:  # one log per child and deploy script
         return self.root / "logs"
 
@@ -114,12 +132,12 @@ class Layout:
     def reset(self) -> None:
         """Remove the previous run's files (not ganglia/ or alertmanager/, which may belong to daemons still
         running)."""
-        for path in (self.cluster, self.events, self.service, self.logs, self.state):
+        for path in (self.cluster, self.events, self.service, self.logs, self.state, self.spark, self.spark_service):
             if path.exists():
                 shutil.rmtree(path)
         for name in ("alerts.jsonl", "alertmanager.jsonl", "demo.json", "dashboard_acks.json", "demo.tmp"):
             (self.root / name).unlink(missing_ok=True)
-        for path in (self.cluster, self.events, self.service, self.logs, self.state):
+        for path in (self.cluster, self.events, self.service, self.logs, self.state, self.spark, self.spark_service):
             path.mkdir(parents=True, exist_ok=True)
 
 
@@ -148,7 +166,10 @@ class Demo:
         self.bootstrap = f"{LOOPBACK}:{opts.kafka_port}"
         prefix = f"hcep.demo.{self.run_id}"
         self.topics = {"hadoop": f"{prefix}.hadoop", "ganglia": f"{prefix}.ganglia", "matches": f"{prefix}.matches"}
+        if opts.spark:
+            self.topics.update({"spark": f"{prefix}.spark", "spark_matches": f"{prefix}.spark-matches"})
         self.metrics_url = f"http://{LOOPBACK}:{opts.metrics_port}/metrics"
+        self.spark_metrics_url = f"http://{LOOPBACK}:{opts.spark_metrics_port}/metrics"
         #: Alertmanager's base URL: where ``hcep run`` posts its alerts (``POST /api/v2/alerts``) and the dashboard
         #: reads the open ones.
         self.alertmanager_url = f"http://{LOOPBACK}:{opts.alertmanager_port}"
@@ -192,8 +213,10 @@ class Demo:
     def _done(self, started: float, text: str) -> None:
         self.say(f"      {text} ({time.monotonic() - started:.1f} s)")
 
-    def _hcep(self, name: str, title: str, *args: str, may_finish: bool = False) -> Child:
-        child = Child(name, [sys.executable, "-m", "app.cli", *args], self.layout.logs / f"{name}.log", title=title,
+    def _hcep(self, name: str, title: str, *args: str, may_finish: bool = False, module: str = "app.cli") -> Child:
+        """Start ``python -m MODULE ARGS`` (``hcep ARGS`` by default; a leading ``-`` in ARGS is dropped)."""
+        argv = list(args[1:] if args and args[0] == "-" else args)
+        child = Child(name, [sys.executable, "-m", module, *argv], self.layout.logs / f"{name}.log", title=title,
                       may_finish=may_finish)
         self.sup.start(child, env=self.env, cwd=str(ROOT))
         return child
@@ -238,9 +261,27 @@ class Demo:
                    "--allowed-lateness", f"{o.allowed_lateness:g}", "--alertmanager", self.alertmanager_url,
                    *[arg for name in sorted(pack["webhooks"]) for arg in ("--webhook", f"{name}={hook}")])
         store = lay.service / "hcep.sqlite"
+        spark_store = lay.spark_service / "hcep.sqlite"
+        if o.spark:
+            # The Spark pack in a service of its own: its own group, topics, store and metrics; alerts to the same
+            # receiver and Alertmanager.  (One service runs one pack, and one pack has one tick: the Spark pack's
+            # millisecond would turn each 7.5 s Ganglia interval into 15,001 points for the Hadoop pack.)
+            spark_hooks = _pack_settings(o.spark_pack)["webhooks"]
+            self._hcep("run-spark", "Spark pack's streaming service (hcep run)", "run", "--pack", str(o.spark_pack),
+                       "--bootstrap", self.bootstrap, "--topics", self.topics["spark"], "--broadcast", "",
+                       "--matches-topic", self.topics["spark_matches"], "--group", f"hcep-demo-{self.run_id}-spark",
+                       "--instance", "spark-0", "--data-dir", str(lay.spark_service),
+                       "--metrics-port", str(o.spark_metrics_port), "--alertmanager", self.alertmanager_url,
+                       *[arg for name in sorted(spark_hooks) for arg in ("--webhook", f"{name}={hook}")])
         self._wait("hcep run (metrics endpoint and store)", lambda: store.exists() and _answers(self.metrics_url))
+        if o.spark:
+            self._wait("hcep run with the Spark pack (metrics endpoint and store)",
+                       lambda: spark_store.exists() and _answers(self.spark_metrics_url))
+        spark_text = f"; the Spark pack's: metrics {self.spark_metrics_url}, store {_short(spark_store)}" \
+            if o.spark else ""
         self._done(t, f"metrics {self.metrics_url}, store {_short(store)}, alerts to {hook}; Alertmanager "
-                      f"{self.alertmanager_url}{' (reused)' if reused else ''} notifying the same receiver")
+                      f"{self.alertmanager_url}{' (reused)' if reused else ''} notifying the same receiver"
+                      f"{spark_text}")
 
         t = self._step(4, "collectors publishing to Kafka (Hadoop logs, Ganglia)")
         threshold = pack["imbalance_threshold"]
@@ -254,10 +295,17 @@ class Demo:
                    "--cluster", CLUSTER,
                    "--threshold", f"{threshold:g}", "--kafka", self.bootstrap, "--topic", self.topics["ganglia"],
                    "--out", str(lay.events / "ganglia.jsonl"))
-        # Both connect to the broker first (and exit 1 when they cannot): give them a moment to prove it.
+        if o.spark:
+            self._hcep("collect-spark", "Spark event-log collector", "collect", "spark", str(lay.spark), "--follow",
+                       "--kafka", self.bootstrap, "--topic", self.topics["spark"],
+                       "--state", str(lay.state / "collect-spark.json"), "--out", str(lay.events / "spark.jsonl"),
+                       "--deadletter", str(lay.events / "spark.deadletter"), "--no-progress")
+        # They connect to the broker first (and exit 1 when they cannot): give them a moment to prove it.
         settle = time.monotonic() + 3.0
         self._wait("the collectors", lambda: time.monotonic() > settle)
-        self._done(t, f"topics {self.topics['hadoop']} and {self.topics['ganglia']}; copies in {_short(lay.events)}")
+        spark_topic = f", {self.topics['spark']}" if o.spark else ""
+        self._done(t, f"topics {self.topics['hadoop']}, {self.topics['ganglia']}{spark_topic}; copies in "
+                      f"{_short(lay.events)}")
 
         t = self._step(5, f"simulated Hadoop cluster, live ({o.nodes} nodes)")
         self._hcep("simulate", "simulated cluster (hcep simulate --live)", "simulate", "--live", "--out",
@@ -269,12 +317,21 @@ class Demo:
         self._wait("the simulator's plan", truth_file.exists)
         self.truth = json.loads(truth_file.read_text(encoding="utf-8"))
         start = float(self.truth["window"]["start"])
+        spark_text = ""
+        if o.spark:
+            # Not waited for: its JVM comes up while the rest starts; its problems show minutes later anyway.
+            self._hcep("spark-app", "Spark application (app.demo.spark_app)", "-", "--log-dir", str(lay.spark),
+                       "--every", f"{o.showcase_every:g}", module="app.demo.spark_app")
+            spark_text = f"; a PySpark application (local[2]) logging to {_short(lay.spark)}"
         self._done(t, f"{self.truth['jobs']} jobs over {o.minutes:g} min from "
-                      f"{time.strftime('%H:%M:%S', time.gmtime(start))} UTC; logs in {_short(lay.cluster / 'hadoop')}")
+                      f"{time.strftime('%H:%M:%S', time.gmtime(start))} UTC; logs in {_short(lay.cluster / 'hadoop')}"
+                      f"{spark_text}")
 
         if o.dashboard:
             t = self._step(6, "dashboard (hcep dashboard)")
-            self._hcep("dashboard", "dashboard (hcep dashboard)", "dashboard", "--store", str(store),
+            spark_args = ["--store", str(spark_store), "--pack", str(o.pack), "--pack", str(o.spark_pack)] \
+                if o.spark else []
+            self._hcep("dashboard", "dashboard (hcep dashboard)", "dashboard", "--store", str(store), *spark_args,
                        "--data", str(lay.events), "--metrics", self.metrics_url, "--logs", str(hadoop_dir),
                        "--acks", str(lay.root / "dashboard_acks.json"), "--port", str(o.dashboard_port),
                        "--refresh", f"{o.refresh:g}", "--host", LOOPBACK, "--alertmanager", self.alertmanager_url)
@@ -289,6 +346,8 @@ class Demo:
             "run_id": self.run_id, "pid": os.getpid(), "dir": str(self.layout.root),
             "url": self.url if self.opts.dashboard else None, "metrics": self.metrics_url,
             "bootstrap": self.bootstrap, "topics": self.topics, "store": str(self.layout.service / "hcep.sqlite"),
+            "spark": {"store": str(self.layout.spark_service / "hcep.sqlite"), "metrics": self.spark_metrics_url,
+                      "event_logs": str(self.layout.spark)} if self.opts.spark else None,
             "cluster": str(self.layout.cluster), "events": str(self.layout.events),
             "webhook": self.receiver.url if self.receiver else None, "alertmanager": self.alertmanager_url,
             "children": {c.name: c.pid for c in self.sup.children},
@@ -315,6 +374,9 @@ class Demo:
                  + (f", and again every {o.showcase_every / 60:g} min" if o.showcase_every else "") + "):")
         for line in guide.look_for(self.truth, self.url if o.dashboard else "", start):
             self.say("  " + line)
+        if o.spark:
+            for line in guide.spark_look_for(self.url if o.dashboard else ""):
+                self.say("  " + line)
         until = f"for {o.duration:g} s" if o.duration else "until Ctrl-C"
         self.say(f"Running {until}.  Ctrl-C stops everything.  Logs: {_short(self.layout.logs)}")
         self.say("")
@@ -334,7 +396,8 @@ class Demo:
 
     def shutdown(self) -> None:
         grace = 3.0 if self.stopping == "force" else 20.0
-        self.sup.stop_all(grace=grace, order=("dashboard", "simulate", "collect-hadoop", "collect-ganglia", "run"))
+        self.sup.stop_all(grace=grace, order=("dashboard", "simulate", "spark-app", "collect-hadoop", "collect-ganglia",
+                                              "collect-spark", "run", "run-spark"))
         if self.receiver is not None:
             self.receiver.stop()
         if any(d.name == "kafka" and d.info for d in self.daemons):  # the broker came up: this run's topics exist
@@ -376,11 +439,12 @@ class Demo:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
                 pid_file.unlink(missing_ok=True)
-        matches, open_alerts = guide.store_counts(self.layout.service / "hcep.sqlite")
-        if matches:
-            urgent, info = guide.split_open(open_alerts)
-            self.say("demo: matches found: " + ", ".join(f"{q} {n}" for q, n in matches.items())
-                     + f"; alerts open at the end: {urgent} warning or worse, {info} info")
+        for store in (self.layout.service / "hcep.sqlite", self.layout.spark_service / "hcep.sqlite"):
+            matches, open_alerts = guide.store_counts(store) if store.exists() else ({}, {})
+            if matches:
+                urgent, info = guide.split_open(open_alerts)
+                self.say("demo: matches found: " + ", ".join(f"{q} {n}" for q, n in matches.items())
+                         + f"; alerts open at the end: {urgent} warning or worse, {info} info")
         self.say(f"demo: {'stopped' if code == 0 else 'failed'}; files kept in {_short(self.layout.root)}")
         return code
 

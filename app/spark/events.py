@@ -6,9 +6,10 @@ Three kinds of input (several may be given; they are concatenated in the order g
   event keeps its input position as ``seq`` (its id when it has none, and the tie-break between events of one tick),
   counted over non-blank lines exactly like ``hcep match``;
 - the Parquet archive (``app.spark.archive``: a directory with ``events/``, or an ``events`` directory itself);
-- raw Hadoop logs (job history, AM and reduce task syslogs) and Ganglia XML dumps: parsed on the driver by the
-  collectors (their cross-file de-duplication needs one process), written to a temporary JSON-lines file, then
-  read as above.
+- raw Hadoop logs (job history, AM and reduce task syslogs), Spark event logs (``spark.eventLog.dir``, one log
+  file or rolling directory, any codec) and Ganglia XML dumps: parsed on the driver by the collectors (their
+  cross-file de-duplication and per-log state need one process), written to a temporary JSON-lines file, then read
+  as above.
 
 The parsed frame has one row per event: ``seq``, ``type``, ``tlo``/``thi`` (the tick interval), ``mid2`` (``tlo +
 thi``, the time order of the precise runtime), ``json`` (the event as a JSON object: the executors rebuild the very
@@ -121,17 +122,40 @@ def _is_parquet(p: Path) -> bool:
 # ------------------------------------------------------------------------------------------------ raw logs
 
 
+def is_spark_log(path: str) -> bool:
+    """Whether ``path`` holds Spark event logs only: one single-file log, one rolling log directory, or a
+    ``spark.eventLog.dir`` whose every entry is one (a Hadoop log tree is not)."""
+    from collectors.spark import layout
+
+    if os.path.isfile(path):
+        return layout.single_log(path) is not None
+    if not os.path.isdir(path):
+        return False
+    if layout.rolling_log(path) is not None:
+        return True
+    skipped: list[str] = []
+    return bool(layout.discover(path, skipped)) and not skipped
+
+
 def raw_to_jsonl(paths: Sequence[str], out_dir: str) -> str:
-    """Raw Hadoop logs and Ganglia XML dumps -> one JSON-lines file (Hadoop events sorted by time as ``hcep collect
-    hadoop`` writes them, then the Ganglia rounds in path order).  Needs the collectors."""
+    """Raw logs -> one JSON-lines file: Hadoop events sorted by time as ``hcep collect hadoop`` writes them, then
+    Spark events sorted by time as ``hcep collect spark`` writes them, then the Ganglia rounds in path order.  Needs
+    the collectors."""
     from collectors.hadoop.collect import collect, sorted_events
 
     xml = [p for p in _walk(paths) if p.endswith(".xml")]
-    others = [p for p in paths if not p.endswith(".xml")]
+    spark = [p for p in paths if not p.endswith(".xml") and is_spark_log(p)]
+    others = [p for p in paths if not p.endswith(".xml") and p not in spark]
     fd, out = tempfile.mkstemp(prefix="raw-", suffix=".jsonl", dir=out_dir)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         if others:
             for text in sorted_events(collect(others)):
+                handle.write(text)
+                handle.write("\n")
+        if spark:
+            from collectors.spark.collect import collect as collect_spark
+
+            for text in sorted_events(event for path in spark for event in collect_spark(path)):
                 handle.write(text)
                 handle.write("\n")
         for path in xml:

@@ -10,8 +10,22 @@ Tables (``OUT/<name>/``):
 ``skew``       per job and kind, Dr. Elephant's time-skew heuristic (below).
 ``queued``     per job, the queued-data curve: every DataIO event with ``queued`` = the running sum of ``size``
                (+ map output written, - fetched by reducers) in time order.
-``anomalies``  straggler (Q3) and imbalance (Q5, Q6) match counts per time bucket (by the match's ``end``, the
-               moment it became known): ``bucket`` (epoch seconds), ``kind``, ``query``, ``count``.
+``anomalies``  straggler (Q3; the Spark pack's SlowTask and FetchWait) and imbalance (Q5, Q6) match counts per
+               time bucket (by the match's ``end``, the moment it became known): ``bucket`` (epoch seconds),
+               ``kind``, ``query``, ``count``.
+
+Spark applications (the events of ``hcep collect spark``, when the archive holds any):
+
+``spark_stages``  per application and stage attempt: name, status, duration, tasks (attempts) and failed ones;
+                  task duration quantiles over the successful attempts (``task_p25`` .. ``task_p99``, as above),
+                  ``task_max`` and ``skew`` = max / median (Dr. Elephant's task skew); executor run time, GC time
+                  and ``gc_ratio``; memory and disk spill and ``spill_ratio`` = memory spill / data processed (the
+                  largest of input, output, shuffle read and write: Dr. Elephant's execution memory spill); the
+                  slowest shuffle fetch wait.  From the SparkTask events, with the StageCompleted figures where the
+                  stage's completion is archived.
+``spark_apps``    per application: name, user, start, end, duration; stage attempts, retried stages, tasks and
+                  failed tasks; total task time, run time, GC time and ratio; memory and disk spill; the worst stage
+                  skew; executors added and removed.
 
 Skew, in the manner of Dr. Elephant's ``GenericSkewHeuristic`` (LinkedIn, Apache 2.0): the task durations of a job
 are split in two groups by two rounds of 1-D two-means starting at the mean (``Statistics.findTwoGroups``: split at
@@ -45,9 +59,20 @@ TASKS_LIMITS = (10, 50, 100, 200)
 #: "ratio": larger / smaller (as specified for hcep); "difference": (larger - smaller) / smaller (Dr. Elephant's code).
 DEVIATION_BASIS = "ratio"
 QUANTILES = (0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
-STRAGGLER_QUERIES = ("Q3",)
+STRAGGLER_QUERIES = ("Q3", "SlowTask", "FetchWait")
 IMBALANCE_QUERIES = ("Q5", "Q6")
-TABLES = ("durations", "skew", "queued", "anomalies")
+TABLES = ("durations", "skew", "queued", "anomalies", "spark_stages", "spark_apps")
+#: The attributes of the Spark events the Spark tables read (from the archive's ``attrs`` JSON).
+SPARK_TASK_SCHEMA = (
+    "app_id string, stage_id long, stage_attempt long, executor_id string, host string, status string, "
+    "duration double, run_time double, gc_time double, memory_spill long, disk_spill long, fetch_wait double"
+)
+SPARK_STAGE_SCHEMA = (
+    "app_id string, stage_id long, stage_attempt long, stage_name string, status string, duration double, "
+    "num_tasks long, data_bytes long"
+)
+SPARK_APP_SCHEMA = "app_id string, app_name string, user string, duration double"
+STAGE_KEY = ("app_id", "stage_id", "stage_attempt")
 
 
 # ------------------------------------------------------------------------------------------------ skew (pure)
@@ -178,6 +203,85 @@ def anomalies(matches: DataFrame, bucket_seconds: float, straggler: Sequence[str
     return tagged.groupBy(bucket.alias("bucket"), "kind", "query").agg(F.count(F.lit(1)).alias("count"))
 
 
+def _attrs(events: DataFrame, etype: str, schema: str) -> DataFrame:
+    """The events of one type with their attributes as typed columns (``ts`` kept)."""
+    from pyspark.sql import functions as F
+
+    return (events.where(F.col("type") == etype)
+            .select("ts", F.from_json("attrs", schema).alias("a")).select("ts", "a.*"))
+
+
+def spark_stages(events: DataFrame) -> DataFrame | None:
+    """Per application and stage attempt (see the module doc); None when the archive holds no SparkTask."""
+    from pyspark.sql import functions as F
+
+    tasks = _attrs(events, "SparkTask", SPARK_TASK_SCHEMA)
+    if tasks.limit(1).count() == 0:
+        return None
+    ok = F.col("status") == "SUCCEEDED"
+    quantiles = F.percentile_approx(F.when(ok, F.col("duration")), list(QUANTILES), 10_000)
+    agg = tasks.groupBy(*STAGE_KEY).agg(
+        F.count(F.lit(1)).alias("tasks"),
+        F.sum((F.col("status") == "FAILED").cast("long")).alias("failed_tasks"),
+        quantiles.alias("q"),
+        F.max(F.when(ok, F.col("duration"))).alias("task_max"),
+        F.sum("duration").alias("task_time"),
+        F.sum("run_time").alias("run_time"),
+        F.sum("gc_time").alias("gc_time"),
+        F.sum("memory_spill").alias("memory_spill"),
+        F.sum("disk_spill").alias("disk_spill"),
+        F.max("fetch_wait").alias("fetch_wait_max"),
+        F.min(F.col("ts") - F.col("duration")).alias("first_launch"),
+    )
+    cols = [*STAGE_KEY, "tasks", "failed_tasks"]
+    cols += [F.col("q")[i].alias(f"task_p{round(q * 100)}") for i, q in enumerate(QUANTILES)]
+    cols += ["task_max", "task_time", "run_time", "gc_time", "memory_spill", "disk_spill", "fetch_wait_max",
+             "first_launch"]
+    agg = agg.select(*cols)
+    done = _attrs(events, "StageCompleted", SPARK_STAGE_SCHEMA).withColumnRenamed("ts", "completed") \
+        .dropDuplicates(list(STAGE_KEY))
+    out = agg.join(done, list(STAGE_KEY), "left")
+    return out.select(
+        *STAGE_KEY, "stage_name", "status", "num_tasks", "tasks", "failed_tasks", "duration", "completed",
+        *[f"task_p{round(q * 100)}" for q in QUANTILES], "task_max",
+        (F.col("task_max") / F.col("task_p50")).alias("skew"), "task_time", "run_time", "gc_time",
+        F.when(F.col("run_time") > 0, F.col("gc_time") / F.col("run_time")).alias("gc_ratio"),
+        "memory_spill", "disk_spill", "data_bytes",
+        F.when(F.col("data_bytes") > 0, F.col("memory_spill") / F.col("data_bytes")).alias("spill_ratio"),
+        "fetch_wait_max",
+    )
+
+
+def spark_apps(events: DataFrame, stages: DataFrame) -> DataFrame:
+    """Per application (see the module doc), from its stages and its application and executor events."""
+    from pyspark.sql import functions as F
+
+    per_stage = stages.groupBy("app_id").agg(
+        F.count(F.lit(1)).alias("stage_attempts"),
+        F.sum((F.col("stage_attempt") > 0).cast("long")).alias("stage_retries"),
+        F.sum("tasks").alias("tasks"), F.sum("failed_tasks").alias("failed_tasks"),
+        F.sum("task_time").alias("task_time"), F.sum("run_time").alias("run_time"),
+        F.sum("gc_time").alias("gc_time"), F.sum("memory_spill").alias("memory_spill"),
+        F.sum("disk_spill").alias("disk_spill"), F.max("skew").alias("worst_skew"),
+    )
+    starts = _attrs(events, "SparkAppStart", SPARK_APP_SCHEMA).groupBy("app_id").agg(
+        F.min("ts").alias("start"), F.first("app_name", ignorenulls=True).alias("app_name"),
+        F.first("user", ignorenulls=True).alias("user"))
+    ends = _attrs(events, "SparkAppEnd", SPARK_APP_SCHEMA).groupBy("app_id").agg(F.max("ts").alias("end"))
+    executors = events.where(F.col("type").isin("ExecutorAdded", "ExecutorRemoved")).select(
+        "type", F.get_json_object("attrs", "$.app_id").alias("app_id")).groupBy("app_id").agg(
+        F.sum((F.col("type") == "ExecutorAdded").cast("long")).alias("executors_added"),
+        F.sum((F.col("type") == "ExecutorRemoved").cast("long")).alias("executors_removed"))
+    out = per_stage.join(starts, "app_id", "left").join(ends, "app_id", "left").join(executors, "app_id", "left")
+    return out.select(
+        "app_id", "app_name", "user", "start", "end", (F.col("end") - F.col("start")).alias("duration"),
+        "stage_attempts", "stage_retries", "tasks", "failed_tasks", "task_time", "run_time", "gc_time",
+        F.when(F.col("run_time") > 0, F.col("gc_time") / F.col("run_time")).alias("gc_ratio"), "memory_spill",
+        "disk_spill", "worst_skew", F.coalesce("executors_added", F.lit(0)).alias("executors_added"),
+        F.coalesce("executors_removed", F.lit(0)).alias("executors_removed"),
+    )
+
+
 def history(
     spark: SparkSession, archive: str, out: str | None = None, *, bucket_seconds: float = 300.0,
     straggler: Sequence[str] = STRAGGLER_QUERIES, imbalance: Sequence[str] = IMBALANCE_QUERIES,
@@ -194,6 +298,11 @@ def history(
         tables["durations"] = durations(tasks)
         tables["skew"] = skew_table(tasks)
         tables["queued"] = queued(events)
+        stages = spark_stages(events)
+        if stages is not None:
+            stages = stages.persist()
+            tables["spark_stages"] = stages
+            tables["spark_apps"] = spark_apps(events, stages)
     if matches is not None:
         tables["anomalies"] = anomalies(matches, bucket_seconds, straggler, imbalance)
     if out is not None:

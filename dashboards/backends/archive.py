@@ -2,6 +2,8 @@
 
 Why the typed columns and not the ``attrs`` JSON: the pages need only the common attributes (job, task, host,
 period, val, size...), which the archive already keeps as columns; parsing every event's JSON would dominate a refresh.
+The exception: the few Spark events the Spark view reads (application start and end, stage completions, executor
+removals: a handful per stage, not one per task) get their attributes from ``attrs``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import pandas as pd
 from dashboards import records
 
 EVENTS_DIR, MATCHES_DIR = "events", "matches"
+#: Event types whose ``attrs`` JSON is expanded (what ``dashboards.spark`` reads of the events).
+EXPANDED = frozenset({"SparkAppStart", "SparkAppEnd", "StageCompleted", "ExecutorRemoved"})
 
 
 def _dataset(path: Path):
@@ -45,9 +49,20 @@ class ArchiveBackend:
             frame = _dataset(path).to_table().to_pandas()
         except (OSError, ValueError):
             return records.events_frame([])
-        frame = frame.drop(columns=[c for c in ("attrs", "batch", "seq", "date") if c in frame.columns])
-        frame["source"] = "archive"
-        return records.events_frame(frame.to_dict("records"))
+        rows = []
+        for row in frame.to_dict("records"):
+            attrs = row.pop("attrs", None)
+            for key in ("batch", "seq", "date"):
+                row.pop(key, None)
+            if row.get("type") in EXPANDED and attrs:
+                try:
+                    extra = json.loads(attrs)
+                except (TypeError, ValueError):
+                    extra = {}
+                row.update({k: v for k, v in extra.items() if row.get(k) is None and not isinstance(v, dict | list)})
+            row["source"] = "archive"
+            rows.append(row)
+        return records.events_frame(rows)
 
     def _matches(self) -> pd.DataFrame:
         path = self.root / MATCHES_DIR

@@ -31,7 +31,9 @@ class StoreBackend:
         return self.reader.version()
 
     def load(self) -> dict[str, pd.DataFrame]:
-        with self.reader as store:
+        # A reader of its own per load: a reader used as a context manager keeps its connection on itself, and two
+        # page runs (two browser tabs, or a rerun starting while the last one stops) may load at once.
+        with StoreReader(self.path) as store:
             match_rows = []
             for rid, record, emitted_at in store.matches():
                 m = records.match_row(record, "store", rid or None)

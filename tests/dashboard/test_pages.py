@@ -20,7 +20,7 @@ from tests.dashboard.fixture import (
 )
 
 APP = Path(__file__).resolve().parents[2] / "dashboards" / "webapp" / "hcep_ops.py"
-VIEWS = ["overview", "jobs", "stragglers", "queuing", "imbalance", "alerts", "queries"]
+VIEWS = ["overview", "jobs", "stragglers", "queuing", "imbalance", "spark", "alerts", "queries"]
 
 
 def open_view(view: str, **params: str) -> AppTest:

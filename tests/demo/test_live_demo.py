@@ -39,6 +39,9 @@ START_TIMEOUT = 240.0
 #: straggling mapper, found by Q1 once its job ends) comes about three and a half minutes in.
 SHOW_TIMEOUT = 300.0
 STOP_TIMEOUT = 120.0
+#: Seconds after the simulated cluster's start by which the demo's Spark application (started beside it) shows its
+#: skew: its JVM comes up, then the hot key's task runs about 2.7 minutes.
+SPARK_TIMEOUT = 420.0
 #: The demo stops itself after this long if the test never gets to stop it.
 SAFETY_DURATION = 900
 
@@ -167,13 +170,14 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     except ImportError as err:
         _need(False, f"{err.name} is not installed")
     root = tmp_path_factory.mktemp("demo")
-    kafka, zk, gmond, gmetad, interactive, metrics, dashboard, alertmanager = _free_ports(8)
+    kafka, zk, gmond, gmetad, interactive, metrics, dashboard, alertmanager, spark_metrics = _free_ports(9)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     out = root / "demo.out"
     cmd = [sys.executable, "-m", "app.cli", "demo", "--dir", str(root / "run"), "--kafka-dir", str(root / "kafka"),
            "--kafka-port", str(kafka), "--zk-port", str(zk), "--gmond-port", str(gmond), "--gmetad-port",
            str(gmetad), "--gmetad-interactive-port", str(interactive), "--metrics-port", str(metrics),
            "--dashboard-port", str(dashboard), "--alertmanager-port", str(alertmanager), "--refresh", "3",
+           "--spark-metrics-port", str(spark_metrics),
            "--duration", str(SAFETY_DURATION), "--minutes", "30"]
     with open(out, "wb") as sink:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -288,7 +292,8 @@ def test_the_demo_starts_every_part_on_loopback(demo: Demo) -> None:
         assert step in text, text
     assert f"Dashboard: {demo.url}" in text and "Ctrl-C stops everything" in text
     assert demo.url.startswith("http://127.0.0.1:")
-    assert set(demo.info["children"]) == {"run", "collect-hadoop", "collect-ganglia", "simulate", "dashboard"}
+    assert set(demo.info["children"]) == {"run", "collect-hadoop", "collect-ganglia", "simulate", "dashboard",
+                                          "run-spark", "collect-spark", "spark-app"}  # --spark is the default
     assert set(demo.info["daemons"]) == {"kafka", "ganglia", "alertmanager"}
     assert all(d["started"] for d in demo.info["daemons"].values())  # fresh run dirs: the demo started them all
     assert demo.info["alertmanager"] == demo.info["daemons"]["alertmanager"]["ALERTMANAGER_URL"]
@@ -414,10 +419,32 @@ def test_alerts_view_shows_the_earliest_showcase_alert(demo: Demo, page: Any, sh
 def test_queries_view_shows_the_pack_and_the_live_service(demo: Demo, page: Any, shots: Path) -> None:
     visit(page, demo.url + "queries", "Queries")
     text = until_text(page, demo, r"Runs alive\s*\n\s*\d", "runs alive from the service's metrics")
-    assert "Pack hadoop (7 queries)" in text and "Partial matches shed" in text and "Events / s" in text
+    assert "Pack hadoop + spark (12 queries)" in text and "Partial matches shed" in text and "Events / s" in text
     grid = until_text(page, demo, r"Q1.*Q7", "the queries table", grid=True)
     assert all(q in grid for q in ("Q2", "Q3", "Q4", "Q5"))
     shoot(page, shots, "7-queries")
+
+
+def test_spark_view_shows_the_demo_application(demo: Demo, page: Any, shots: Path) -> None:
+    """The PySpark application beside the cluster: its spilling stage and its skewed one, found by the Spark pack's
+    own service at the pack's production gates, on the Spark view; the webhook got the alerts too."""
+    assert demo.info["spark"] and {"spark", "spark_matches"} <= set(demo.info["topics"])
+    visit(page, demo.url + "spark", "Spark applications")
+
+    def left() -> float:
+        return max(30.0, float(demo.truth["window"]["start"]) + SPARK_TIMEOUT - time.time())
+
+    for rule, pattern in (("StageSpill", r"StageSpill · stage \d+: app \S+ stage \d+ \(attempt 0\): [\d,]+ bytes"),
+                          ("StageSkew", r"StageSkew · stage \d+: .*slowest task ran \d+\.\d s"),
+                          ("TaskStraggler", r"TaskStraggler · stage \d+, executor driver: ")):
+        rx = re.compile(pattern)
+        poll(lambda rx=rx: rx.search(main_text(page)) is not None, left(), f"the {rule} alert on the Spark view")
+        print(f"\n[timing] {rule} on the Spark view {time.time() - float(demo.truth['window']['start']):.0f} s after "
+              f"the cluster started")
+    until_text(page, demo, "hcep-demo-spark", "the demo's Spark application in the applications table", grid=True)
+    shoot(page, shots, "8-spark")
+    delivered = [json.loads(line) for line in (demo.root / "alerts.jsonl").read_text().splitlines()]
+    assert {"StageSpill", "StageSkew"} <= {a["labels"]["alertname"] for a in delivered if a["labels"].get("app_id")}
 
 
 def test_ctrl_c_stops_everything(demo: Demo) -> None:

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "queries" / "samples" / "hadoop_sample.jsonl"
 HANDCHECK = ROOT / "tests" / "data" / "hadoop_handcheck.jsonl"
 PACK = ROOT / "queries" / "hadoop.yaml"
+SPARK_PACK = ROOT / "queries" / "spark.yaml"
 EDGE_PACK = Path(__file__).parent / "data" / "edge_pack.yaml"
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.spark.conftest import EDGE_PACK, HANDCHECK, PACK, ROOT, SAMPLE
+from tests.spark.conftest import EDGE_PACK, HANDCHECK, PACK, ROOT, SAMPLE, SPARK_PACK
 from tests.spark.helpers import assert_same_records, run_cli
 
 pytestmark = pytest.mark.spark
@@ -32,6 +32,23 @@ def test_hadoop_pack_batch_equals_match(spark, generated: Path, name: str, capsy
     streaming = _match(events, PACK, capsys)
     assert streaming, "the reference found nothing: the comparison would prove little"
     assert_same_records(_batch([events], PACK, capsys), streaming)
+
+
+@pytest.mark.parametrize("name", ["local", "cluster"])
+def test_spark_pack_batch_equals_match(spark, name: str, tmp_path: Path, capsys) -> None:
+    """The Spark pack over real event logs with planted problems (tests/spark_pack/data): the collected events as
+    JSON lines, and the raw log itself (collected on the driver), give the records of hcep match.  Its queries cut
+    by stage_key; ExecutorRemoved carries none, so it reaches every stage's group (a negation between keyed events)."""
+    from tests.spark_pack.conftest import LOGS, collected, manifest, write_events
+
+    events = write_events(collected(name), tmp_path / f"{name}.jsonl")
+    streaming = _match(events, SPARK_PACK, capsys)
+    queries = {r["query"] for r in streaming}
+    assert {"StageDone", "SlowTask"} <= queries
+    if name == "cluster":
+        assert {"FetchWait", "ExecutorLost", "StageRetry"} <= queries
+    assert_same_records(_batch([events], SPARK_PACK, capsys), streaming)
+    assert_same_records(_batch([LOGS / manifest(name)["path"]], SPARK_PACK, capsys), streaming)
 
 
 def test_edge_pack_over_two_inputs(spark, generated: Path, tmp_path: Path, capsys) -> None:

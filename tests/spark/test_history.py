@@ -96,3 +96,43 @@ def test_history_tables(spark, tmp_path: Path, capsys) -> None:
     anomalies = sorted((r["bucket"], r["kind"], r["query"], r["count"]) for r in table("anomalies"))
     assert anomalies == [(900.0, "straggler", "Q3", 2), (1200.0, "imbalance", "Q5", 1),
                          (1200.0, "imbalance", "Q6", 1)]
+
+
+@pytest.mark.spark
+def test_spark_application_tables(spark, tmp_path: Path, capsys) -> None:
+    """A real Spark event log (the pack's planted local jobs) archived with the Spark pack's records: the history
+    jobs take the new types, and the stage table agrees with what the collector computed per stage."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from tests.spark_pack.conftest import SPARK_PACK_PATH, collected, manifest, write_events
+
+    events = list(collected("local"))
+    jsonl = write_events(events, tmp_path / "local.jsonl")
+    root, out = tmp_path / "archive", tmp_path / "history"
+    code, _, err = run_cli(["archive", str(jsonl), "--to", str(root), "--pack", str(SPARK_PACK_PATH),
+                            "--no-progress"], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["history", str(root), "--out", str(out), "--no-progress"], capsys)
+    assert code == 0 and "spark_stages" in err and "spark_apps" in err, err
+    stages = {(r["app_id"], r["stage_id"], r["stage_attempt"]): r for r in pq.read_table(out / "spark_stages")
+              .to_pylist()}
+    app = manifest("local")["app_id"]
+    done = [e for e in events if e["type"] == "StageCompleted"]
+    assert set(stages) == {(app, e["stage_id"], e["stage_attempt"]) for e in done}
+    for e in done:
+        row = stages[(app, e["stage_id"], e["stage_attempt"])]
+        assert (row["tasks"], row["status"], row["task_max"]) == (e["tasks"], e["status"], e["task_duration_max"])
+        assert (row["memory_spill"], row["disk_spill"]) == (e["memory_spill"], e["disk_spill"])
+        assert row["run_time"] == pytest.approx(e["run_time"]) and row["gc_time"] == pytest.approx(e["gc_time"])
+    slow = max(stages.values(), key=lambda r: r["skew"] or 0)  # the slowed task's stage: 2.5 s against ~0.1 s
+    assert slow["skew"] > 10 and slow["task_p50"] < 0.5 < 2.5 <= slow["task_max"]
+    spilled = [r for r in stages.values() if r["memory_spill"]]
+    assert spilled and all(r["spill_ratio"] > 1 for r in spilled)
+    (row,) = pq.read_table(out / "spark_apps").to_pylist()
+    assert (row["app_id"], row["app_name"], row["stage_attempts"]) == (app, "hcep-pack-local", len(done))
+    assert row["tasks"] == sum(1 for e in events if e["type"] == "SparkTask") and row["end"] > row["start"]
+    anomalies = {(r["kind"], r["query"]) for r in pq.read_table(out / "anomalies").to_pylist()}
+    assert ("straggler", "SlowTask") in anomalies
+    assert json.loads((tmp_path / "local.jsonl").read_text().splitlines()[0])["type"] == "SparkAppStart"

@@ -105,9 +105,16 @@ def _alertmanager_only(ctx: ui.Context, manager: pd.DataFrame | None) -> pd.Data
     return extra.reset_index(drop=True)
 
 
+def owner(row: dict[str, Any]) -> str:
+    """The job an alert is about (its ``job_id`` label), or the Spark application (``app_id``)."""
+    labels = row.get("labels") if isinstance(row.get("labels"), dict) else {}
+    return row.get("job_id") or labels.get("app_id") or NO_JOB
+
+
 def open_groups(ctx: ui.Context, shown: pd.DataFrame) -> None:
-    """The open alerts, one bordered box per job (the rule's group label), its reducers' alerts inside."""
-    jobs = shown["job_id"].fillna(NO_JOB)
+    """The open alerts, one bordered box per job or Spark application (the rule's group label), its reducers' or
+    stages' alerts inside."""
+    jobs = pd.Series([owner(r) for r in shown.to_dict("records")], index=shown.index, dtype="object")
     order = list(dict.fromkeys(jobs))  # sort_for_display put the most severe first
     for job in order[:MAX_JOBS]:
         mine = shown[jobs == job]
@@ -122,8 +129,13 @@ def open_groups(ctx: ui.Context, shown: pd.DataFrame) -> None:
 
 
 def target(row: dict[str, Any]) -> str:
-    """What the alert is about: the job, and the reducer when the rule groups by it."""
-    job = row.get("job_id") or NO_JOB
+    """What the alert is about: the job, and the reducer when the rule groups by it; a Spark application's stage
+    (and executor)."""
+    job = owner(row)
+    labels = row.get("labels") if isinstance(row.get("labels"), dict) else {}
+    if not row.get("job_id") and labels.get("stage_id") is not None:
+        executor = f" / executor `{labels['executor_id']}`" if labels.get("executor_id") else ""
+        return f"`{job}` / stage `{labels['stage_id']}`{executor}"
     return f"`{job}` / `{row['task_id']}`" if row.get("task_id") else f"`{job}`"
 
 

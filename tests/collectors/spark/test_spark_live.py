@@ -7,14 +7,8 @@ that are not the driver, so it runs as one separate ``local-cluster`` applicatio
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
-import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +17,7 @@ import pytest
 from collectors.spark import events as ev
 from tests.collectors.spark import planted
 from tests.collectors.spark.conftest import check_against_spark, run_collect
+from tests.collectors.spark.followers import LostExecutorRun, collector, read, stop, wait
 
 pytestmark = pytest.mark.spark
 
@@ -83,75 +78,35 @@ def test_planted_problems_are_read_in_full(spark: Any, spark_event_dir: Path) ->
         assert stage["disk_spill"] == sum(t["disk_spill"] for t in mine)
 
 
-def _collector(logdir: Path, out: Path, *extra: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    cmd = [
-        sys.executable,
-        "-m",
-        "app.cli",
-        "collect",
-        "spark",
-        str(logdir),
-        "--follow",
-        "--out",
-        str(out),
-        "--poll",
-        "0.2",
-        *extra,
-    ]
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def _stop(proc: subprocess.Popen) -> str:
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
-    return err
-
-
-def _read(out: Path) -> list[dict[str, Any]]:
-    if not out.exists():
-        return []
-    return [json.loads(line) for line in out.read_text().splitlines() if line.endswith("}")]
-
-
-def _wait(what: Callable[[], bool], timeout: float, message: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not what():
-        if time.monotonic() > deadline:
-            pytest.fail(message)
-        time.sleep(0.2)
-
-
 def test_follow_reads_the_growing_log_while_a_job_runs(spark: Any, spark_event_dir: Path, tmp_path: Path) -> None:
     _logging(spark)
     app = spark.sparkContext.applicationId
     out = tmp_path / "followed.jsonl"
-    proc = _collector(spark_event_dir, out)
+    proc = collector(spark_event_dir, out)
     try:
         job = threading.Thread(target=planted.two_stage_slow, args=(spark, "live-follow"), daemon=True)
         job.start()
         tracker = spark.sparkContext.statusTracker()
-        _wait(lambda: bool(tracker.getJobIdsForGroup("live-follow")), 30, "the job did not start")
+        wait(lambda: bool(tracker.getJobIdsForGroup("live-follow")), 30, "the job did not start")
         (job_id,) = tracker.getJobIdsForGroup("live-follow")
 
         def first_stage_seen() -> bool:
-            return any(e["type"] == ev.STAGE_COMPLETED and e.get("spark_job_id") == job_id for e in _read(out))
+            return any(e["type"] == ev.STAGE_COMPLETED and e.get("spark_job_id") == job_id for e in read(out))
 
-        _wait(first_stage_seen, 60, "the collector did not see the first stage finish")
+        wait(first_stage_seen, 60, "the collector did not see the first stage finish")
         assert job.is_alive()  # read from the .inprogress log while the job still runs
-        assert not [e for e in _read(out) if e["type"] == ev.JOB_END and e["spark_job_id"] == job_id]
+        assert not [e for e in read(out) if e["type"] == ev.JOB_END and e["spark_job_id"] == job_id]
         job.join(timeout=120)
         planted.drain(spark)
-        _wait(
-            lambda: any(e["type"] == ev.JOB_END and e.get("spark_job_id") == job_id for e in _read(out)),
+        wait(
+            lambda: any(e["type"] == ev.JOB_END and e.get("spark_job_id") == job_id for e in read(out)),
             30,
             "the collector did not see the job end",
         )
     finally:
-        err = _stop(proc)
+        err = stop(proc)
     assert "0 dead-lettered" in err and "1 logs (1 unfinished)" in err
-    followed = _read(out)
+    followed = read(out)
     ids = [e["id"] for e in followed]
     assert len(ids) == len(set(ids))  # nothing read twice
     batch, _, _ = run_collect(spark_event_dir)
@@ -160,36 +115,15 @@ def test_follow_reads_the_growing_log_while_a_job_runs(spark: Any, spark_event_d
 
 
 @pytest.mark.slow
-def test_executor_lost_in_a_local_cluster(tmp_path: Path) -> None:
+def test_executor_lost_in_a_local_cluster(lost_executor_run: LostExecutorRun) -> None:
     """A separate application on ``local-cluster[2,1,1024]`` loses an executor during a stage; the collector follows
-    its log from start to finish, through the rename of ``.inprogress``."""
-    logdir = tmp_path / "logs"
-    logdir.mkdir()
-    out, state, counted_path = tmp_path / "events.jsonl", tmp_path / "state.json", tmp_path / "accounting.json"
-    proc = _collector(logdir, out, "--state", str(state))
-    try:
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
-        app_run = subprocess.run(
-            [sys.executable, str(Path(__file__).with_name("lost_executor_app.py")), str(logdir), str(counted_path)],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=400,
-        )
-        assert app_run.returncode == 0, app_run.stderr[-3000:]
-
-        def finished() -> bool:
-            logs = json.loads(state.read_text())["logs"] if state.exists() else {}
-            return bool(logs) and all(v.get("done") for v in logs.values())
-
-        _wait(finished, 30, "the collector did not see the application finish")
-    finally:
-        err = _stop(proc)
+    its log from start to finish, through the rename of ``.inprogress`` (``tests/conftest.py::lost_executor_run``:
+    the Spark pack's tests read the same log)."""
+    logdir, out, err = lost_executor_run.logdir, lost_executor_run.out, lost_executor_run.err
     assert "0 dead-lettered" in err and "(0 unfinished)" in err
-    counted = json.loads(counted_path.read_text())
+    counted = lost_executor_run.counted
     assert counted["killed"] and counted["jobs"]["0"]["status"] == "SUCCEEDED"
-    events = _read(out)
+    events = read(out)
     app = counted["app_id"]
     check_against_spark(events, app, counted)
     (name,) = os.listdir(logdir)
