@@ -26,9 +26,10 @@ from tests.collectors.spark.planted import (  # noqa: F401 - re-exported: the pl
     spilling_window,
 )
 
-#: Python iterations per value of the skewed groupBy: the hot key's task runs a few seconds, the others well under
-#: a second (the collector's version does 40: under a second in all, below the test pack's 1.5 s gate).
-SKEW_WORK = 150
+#: Seconds of work per value of the skewed groupBy, slept rather than computed so that the skew does not depend on
+#: the machine's speed (150 Python iterations per value ran 3 s on one machine and 0.8 s on another, under the test
+#: pack's 1.5 s gate): the hot key's 190,000 values take about 3 s, the other keys' hundred-odd values milliseconds.
+SKEW_SECONDS_PER_VALUE = 16e-6
 #: Rows of the GC-pressure job: about 150 MB of live strings in four lists on a 512 MiB executor heap.
 GC_ROWS = 2_500_000
 #: The clean job's tasks all sleep this long: even, and long enough to pass the test pack's time gates if skewed.
@@ -38,15 +39,19 @@ STALL_SECONDS = 5.0
 STALL_PARTITION = 6
 
 
-def skewed_groupby(spark: Any, group: str, rows: int = 200_000, work: int = SKEW_WORK) -> None:
+def skewed_groupby(
+    spark: Any, group: str, rows: int = 200_000, per_value: float = SKEW_SECONDS_PER_VALUE
+) -> None:
     """A groupBy whose key 0 holds 95 % of the rows (RDD API: no map-side combine, so the skew reaches the shuffle):
-    one reduce task reads almost everything and, with ``work`` iterations per value, runs seconds longer than the
+    one reduce task reads almost everything and, at ``per_value`` seconds per value, runs seconds longer than the
     rest."""
     sc = spark.sparkContext
     sc.setJobGroup(group, "planted: skewed key in a groupBy")
 
     def burn(values: Any) -> int:
-        return sum(1 for _ in values for _ in range(work))
+        n = sum(1 for _ in values)
+        time.sleep(n * per_value)
+        return n
 
     try:
         rdd = sc.parallelize(range(rows), 4).map(lambda i: (0 if i % 20 else i % 97, i))
