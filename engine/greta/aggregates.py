@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from engine.events import Event
+from engine.plan.trend_template import TrendAgg
 
 __all__ = ["TrendAgg", "Layout", "MaxFirstLayout", "to_output"]
 
@@ -30,22 +30,6 @@ INF = math.inf
 
 # Own-contribution operations applied when a vertex is created.
 _ADD_C, _ADD_VC, _MIN, _MAX = range(4)
-
-
-@dataclass(frozen=True)
-class TrendAgg:
-    """One trend aggregate: ``COUNT(*)`` (var None), ``COUNT(v)`` (attr None), ``SUM|MIN|MAX|AVG(v.attr)``."""
-
-    func: str
-    var: str | None = None
-    attr: str | None = None
-
-    @property
-    def text(self) -> str:
-        if self.var is None:
-            return "COUNT(*)"
-        inner = self.var if self.attr is None else f"{self.var}.{self.attr}"
-        return f"{self.func.upper()}({inner})"
 
 
 def _number(value: Any) -> int | float | None:

@@ -40,8 +40,8 @@ from typing import Any
 from engine.events import Event
 from engine.greta.aggregates import MaxFirstLayout
 from engine.greta.fenwick import RangeIndex, domains, key_kind
-from engine.greta.template import Template, Transition
 from engine.plan.predicates import KleeneCell
+from engine.plan.trend_template import Template, Transition, is_single_event
 
 __all__ = ["Graph", "EMPTY", "NO_WINDOWS", "is_single_event"]
 
@@ -88,11 +88,6 @@ def _simplify(k: tuple, pending: frozenset) -> tuple | None:
             return None
         keep.append(f)
     return (k, frozenset(keep) if keep else EMPTY)
-
-
-def is_single_event(tpl: Template) -> bool:
-    """A negative sub-pattern of one event type (``~Type v``): its trends are single events."""
-    return len(tpl.states) == 1 and not tpl.transitions and tpl.start == tpl.end == frozenset({0})
 
 
 class _Vertex:

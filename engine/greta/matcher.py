@@ -1,5 +1,4 @@
-"""Trend-aggregate evaluators with the engine's matcher interface: ``feed(event) -> records``, ``flush()``,
-``runs_alive()``.
+"""Trend-aggregate evaluators, each an :class:`engine.evaluator.Evaluator` (snapshots: :mod:`engine.greta.state`).
 
 Output (one record per group and window, emitted when the window closes)::
 
@@ -30,16 +29,21 @@ import dataclasses
 import itertools
 import math
 from bisect import bisect_left
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
+from engine.evaluator import Clock, Record, Stats, register
 from engine.events import Event
+from engine.greta import state
 from engine.greta.aggregates import Layout, TrendAgg, to_output
 from engine.greta.graph import Graph, _hashable
-from engine.greta.plan import GretaPlan, TrendSpec, plan_greta, trend_spec
 from engine.language import ast
+from engine.limits import Limits
 from engine.plan.compiler import CompiledQuery
+from engine.plan.trends import GretaPlan, TrendSpec, plan_greta, trend_spec
 from engine.runtime.matcher import Matcher, OutOfOrderError
+from engine.snapshot import EventCodec
 
 __all__ = ["GretaMatcher", "TrendEnumerator", "evaluate_return"]
 
@@ -96,6 +100,34 @@ class _TrendOutput:
         self.first_sec: float | None = None
         self.last_sec: float | None = None
         self.matches = 0  # records emitted
+        self.fed = 0
+        self.cq: CompiledQuery
+
+    def feed(self, ev: Event) -> list[Record]:
+        raise NotImplementedError
+
+    def feed_many(self, events: Iterable[Event]) -> list[Record]:
+        """``feed`` each event in turn: the same records."""
+        out: list[Record] = []
+        feed = self.feed
+        for ev in events:
+            got = feed(ev)
+            if got:
+                out.extend(got)
+        return out
+
+    def horizon(self, last_t: float, umax: int) -> float:
+        """The windows open at ``last_t`` started less than WITHIN before it (the NFA^b runtime's rule)."""
+        w = self.cq.window
+        if last_t == -math.inf or w is None:
+            return -math.inf
+        return math.floor(last_t) - 2 * w - 4 * umax - 1
+
+    def stats(self) -> Stats:
+        return Stats(self.fed, self.matches, self.runs_alive())
+
+    def runs_alive(self) -> int:
+        raise NotImplementedError
 
     def _seen(self, ev: Event) -> None:
         if self.first_sec is None:
@@ -137,6 +169,7 @@ class _TrendOutput:
         return out
 
 
+@register("greta", trends=True, strategies=("skip_till_any_match",))
 class GretaMatcher(_TrendOutput):
     """GRETA over a trend-aggregate skip_till_any_match query (see the module docstring for the records).
 
@@ -186,6 +219,7 @@ class GretaMatcher(_TrendOutput):
         t = ev.t
         if t < self.now:
             raise OutOfOrderError(f"event {ev.id} at tick {t} arrived after tick {self.now}")
+        self.fed += 1
         out: list[dict] = []
         if t > self.now:
             if self.batch:
@@ -209,6 +243,27 @@ class GretaMatcher(_TrendOutput):
         if self.graph is not None:
             return self.graph.vertices() + len(self.batch)
         return len(self.buf_events) - self.head + len(self.batch)
+
+    def advance(self, clock: Clock) -> list[Record]:
+        """The clock moved on through events the query does not name: the windows it passed close."""
+        t = clock.t
+        if clock.fed > self.fed:
+            self.fed = clock.fed
+        if t <= self.now:
+            return []
+        if self.batch:
+            self._run_batch()
+        self.now = t
+        return self._close(t)
+
+    def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
+        return state.snapshot_greta(self, codec)
+
+    def restore(self, snap: Mapping[str, Any], codec: EventCodec | None = None) -> None:
+        state.restore_greta(self, snap, codec)
+
+    def set_limits(self, limits: Limits) -> None:
+        """GRETA's graph grows polynomially and is not bounded (:mod:`engine.runtime.limits`)."""
 
     # ------------------------------------------------------------------ incremental
 
@@ -295,6 +350,7 @@ class _Capture(Matcher):
         return (list(r.bind), r.eqv)
 
 
+@register("enumerate", trends=True)
 class TrendEnumerator(_TrendOutput):
     """Two-step trend aggregation: enumerate every match with the NFA^b runtime, then aggregate per window and group.
 
@@ -317,6 +373,7 @@ class TrendEnumerator(_TrendOutput):
         if t > self.now:
             out = self._emit_closed(self.results, t)
         captured = self.inner.feed(ev)  # raises OutOfOrderError on time travel
+        self.fed += 1
         self.now = t
         if ev.type in self.inner.relevant:
             self._seen(ev)
@@ -331,6 +388,30 @@ class TrendEnumerator(_TrendOutput):
 
     def runs_alive(self) -> int:
         return self.inner.runs_alive()
+
+    def advance(self, clock: Clock) -> list[Record]:
+        """The clock moved on through events the query does not name: the windows it passed close."""
+        out = self._emit_closed(self.results, clock.t) if clock.t > self.now else []
+        self.inner.advance(clock)
+        if clock.fed > self.fed:
+            self.fed = clock.fed
+        if clock.t > self.now:
+            self.now = clock.t
+        return out
+
+    def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
+        return state.snapshot_enumerator(self, codec)
+
+    def restore(self, snap: Mapping[str, Any], codec: EventCodec | None = None) -> None:
+        state.restore_enumerator(self, snap, codec)
+
+    def stats(self) -> Stats:
+        inner = self.inner.stats()
+        return Stats(self.fed, self.matches, inner.runs_alive, inner.shed, inner.dropped)
+
+    def set_limits(self, limits: Limits) -> None:
+        """The enumeration's runs are bounded like the NFA^b runtime's."""
+        self.inner.set_limits(limits)
 
     def _add(self, bind: list, eqv: tuple) -> None:
         layout = self.layout

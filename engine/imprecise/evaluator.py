@@ -30,17 +30,21 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from engine.evaluator import Clock, Record, Stats, register
 from engine.events import Event
+from engine.imprecise import state
+from engine.imprecise.buffers import TypeBuffer
 from engine.imprecise.confidence import Confidence, _chain_confidence, signature_confidence
 from engine.imprecise.segments import Meter, WorkExceeded
+from engine.limits import Limits
 from engine.output import key_of, return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.consistency import classify, false_consistent, is_monotone
 from engine.plan.predicates import KleeneCell, Placement, compile_expr, references
+from engine.snapshot import EventCodec
 
 NEG_INF = -math.inf
 #: Transitions of the confidence DP one signature may take (about half a second): a Kleene set of a dozen mutually
@@ -61,139 +65,10 @@ def _canon(e: Event) -> tuple:
     return (e.tlo, e.thi, e.seq)
 
 
-class _Keyed:
-    """The events of one type and one partition key (or without the key), sorted like their type buffer."""
-
-    __slots__ = ("events", "los", "arrs")
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.los: list[int] = []
-        self.arrs: list[int] = []
-
-    def add(self, e: Event, arr: int) -> None:
-        if not self.los or e.tlo >= self.los[-1]:
-            self.events.append(e)
-            self.los.append(e.tlo)
-            self.arrs.append(arr)
-        else:
-            i = bisect_left(self.los, e.tlo + 1)
-            self.events.insert(i, e)
-            self.los.insert(i, e.tlo)
-            self.arrs.insert(i, arr)
-
-    def bounds(self, lo_from: float, hi_exclusive: float) -> tuple[int, int]:
-        los = self.los
-        i = 0 if lo_from == NEG_INF else bisect_left(los, lo_from)
-        j = len(los) if hi_exclusive == math.inf else bisect_left(los, hi_exclusive)
-        return i, j
-
-    def prune(self, min_thi: float) -> None:
-        keep = [k for k, e in enumerate(self.events) if e.thi >= min_thi]
-        if len(keep) != len(self.events):
-            self.events = [self.events[k] for k in keep]
-            self.los = [self.los[k] for k in keep]
-            self.arrs = [self.arrs[k] for k in keep]
-
-
-class _TypeBuffer:
-    """Buffered events of one type sorted by lower bound (ties in arrival order), for range look-ups by bisection,
-    and the same events indexed by the value of the query's first equivalence attribute (``key``; events without it in
-    a shared list that every key sees).  ``width`` is the widest interval seen, so that the events whose upper bound
-    can reach a floor start at or after ``floor - width``."""
-
-    __slots__ = ("events", "los", "width", "key", "keyed", "arrived")
-
-    def __init__(self, key: str | None = None) -> None:
-        self.events: list[Event] = []
-        self.los: list[int] = []
-        self.width = 0
-        self.key = key
-        self.keyed: dict[Any, _Keyed] = {}
-        self.arrived = 0
-
-    def add(self, e: Event) -> None:
-        # Arrival order is nearly lower-bound order; keep the list sorted by tlo for bisection.
-        if not self.los or e.tlo >= self.los[-1]:
-            self.events.append(e)
-            self.los.append(e.tlo)
-        else:
-            i = bisect_left(self.los, e.tlo + 1)
-            self.events.insert(i, e)
-            self.los.insert(i, e.tlo)
-        w = e.thi - e.tlo
-        if w > self.width:
-            self.width = w
-        if self.key is not None:
-            v = key_of(e.attrs.get(self.key))
-            sub = self.keyed.get(v)
-            if sub is None:
-                sub = self.keyed[v] = _Keyed()
-            sub.add(e, self.arrived)
-            self.arrived += 1
-
-    def span(self, floor: float, hi_exclusive: float) -> list[Event]:
-        """Events whose lower bound is < ``hi_exclusive`` and whose upper bound may be >= ``floor`` (a superset: the
-        caller still tests ``thi``)."""
-        los = self.los
-        i = 0 if floor == NEG_INF else bisect_left(los, floor - self.width)
-        j = len(los) if hi_exclusive == math.inf else bisect_left(los, hi_exclusive)
-        return self.events[i:j]
-
-    def span_key(self, value: Any, floor: float, hi_exclusive: float) -> list[Event]:
-        """:meth:`span` restricted to the events whose key is ``value`` or missing (``value`` not None), in the same
-        order."""
-        lo_from = NEG_INF if floor == NEG_INF else floor - self.width
-        mine = self.keyed.get(key_of(value))
-        shared = self.keyed.get(None)
-        if shared is None or not shared.events:
-            if mine is None:
-                return []
-            i, j = mine.bounds(lo_from, hi_exclusive)
-            return mine.events[i:j]
-        i2, j2 = shared.bounds(lo_from, hi_exclusive)
-        if mine is None or not mine.events:
-            return shared.events[i2:j2]
-        i1, j1 = mine.bounds(lo_from, hi_exclusive)
-        if i1 == j1:
-            return shared.events[i2:j2]
-        if i2 == j2:
-            return mine.events[i1:j1]
-        a, b = mine, shared  # merge by (tlo, arrival): the order of the type buffer
-        out = []
-        while i1 < j1 and i2 < j2:
-            if (a.los[i1], a.arrs[i1]) <= (b.los[i2], b.arrs[i2]):
-                out.append(a.events[i1])
-                i1 += 1
-            else:
-                out.append(b.events[i2])
-                i2 += 1
-        out.extend(a.events[i1:j1])
-        out.extend(b.events[i2:j2])
-        return out
-
-    def candidates(self, eqv: tuple, floor: float, hi_exclusive: float) -> list[Event]:
-        """:meth:`span`, through the key index when the key is bound in ``eqv`` (its first entry)."""
-        if self.key is not None and eqv[0] is not None:
-            return self.span_key(eqv[0], floor, hi_exclusive)
-        return self.span(floor, hi_exclusive)
-
-    def prune(self, min_thi: float) -> None:
-        gone = [e for e in self.events if e.thi < min_thi]
-        if gone:
-            self.events = [e for e in self.events if e.thi >= min_thi]
-            self.los = [e.tlo for e in self.events]
-            if self.key is not None:
-                for v in {key_of(e.attrs.get(self.key)) for e in gone}:
-                    sub = self.keyed.get(v)
-                    if sub is not None:
-                        sub.prune(min_thi)
-                        if not sub.events:
-                            del self.keyed[v]
-
-
+@register("imprecise", strategies=("skip_till_any_match",), imprecise=True, ordered=False)
 class ImpreciseMatcher:
-    """Exact possible-worlds evaluation of one skip_till_any_match query (SPEC sections 3 and 5)."""
+    """Exact possible-worlds evaluation of one skip_till_any_match query (SPEC sections 3 and 5); an
+    :class:`engine.evaluator.Evaluator` (snapshots: :mod:`engine.imprecise.state`)."""
 
     def __init__(self, cq: CompiledQuery, max_uncertainty: int = 0, *, early_filters: bool = True) -> None:
         if cq.strategy != "skip_till_any_match":
@@ -210,12 +85,12 @@ class ImpreciseMatcher:
         self.monotone = is_monotone(cq.ast)
         self.singles = self.mode == "collapsed" or (self.mode == "distinct" and is_monotone(cq.ast, returns_too=True))
         self._plan_enumeration()
-        self.buffers: dict[str, _TypeBuffer] = {}
+        self.buffers: dict[str, TypeBuffer] = {}
         key = self.attrs[0] if self.attrs else None
         for c in self.comps:
-            self.buffers.setdefault(c.type, _TypeBuffer(key))
+            self.buffers.setdefault(c.type, TypeBuffer(key))
         for neg in cq.negations:
-            self.buffers.setdefault(neg.type, _TypeBuffer(key))
+            self.buffers.setdefault(neg.type, TypeBuffer(key))
         self.last_type = self.comps[-1].type
         self.trailing = self.comps[-1].kleene
         self.pending: list[tuple[int, int, Event]] = []  # (thi, seq, closing event)
@@ -364,13 +239,18 @@ class ImpreciseMatcher:
         self.now, self.umax, self.fed = now, umax, fed
         return out
 
-    def advance(self, now: float, umax: int, fed: int) -> list[dict]:
+    def advance(self, clock: Clock) -> list[Record]:
         """What ``feed`` does for events of types the query does not name, given the clock they leave behind: the
-        largest lower bound ``now``, the widest interval ``umax`` and the events counted ``fed``
-        (:class:`engine.runtime.matcher.PackFeeder` calls it only when the safe bound passes :attr:`wake` or
-        :attr:`prune_at`, and sets the clock lazily before each ``feed``)."""
-        self.now, self.umax, self.fed = now, umax, fed
-        safe = now - umax
+        largest lower bound ``clock.now``, the widest interval ``clock.umax`` and the events counted ``clock.fed``
+        (:class:`engine.evaluate.PackFeeder` calls it only when the safe bound passes :attr:`wake` or
+        :attr:`prune_at`, and sets the clock lazily before each ``feed``).  A clock behind this one moves nothing."""
+        if clock.now > self.now:
+            self.now = clock.now
+        if clock.umax > self.umax:
+            self.umax = clock.umax
+        if clock.fed > self.fed:
+            self.fed = clock.fed
+        safe = self.now - self.umax
         if safe >= self.prune_at:
             self._prune(safe)
         if safe > self.wake:
@@ -387,6 +267,33 @@ class ImpreciseMatcher:
 
     def runs_alive(self) -> int:
         return sum(len(b.events) for b in self.buffers.values())
+
+    def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
+        return state.snapshot(self, codec)
+
+    def restore(self, snap: Mapping[str, Any], codec: EventCodec | None = None) -> None:
+        state.restore(self, snap, codec)
+
+    def stats(self) -> Stats:
+        return Stats(self.fed, self.matches, self.runs_alive(), 0, self.truncated + self.skipped)
+
+    def horizon(self, last_t: float, umax: int) -> float:
+        """The window rule of the NFA^b runtime (a signature open at ``last_t`` started less than a window before it,
+        give or take the safe-emit delay), and a held distinct record keeps its best signature, whose start bounds
+        what can still replace it."""
+        if last_t == NEG_INF or self.window is None:
+            return NEG_INF
+        h: float = math.floor(last_t) - 2 * self.window - 4 * umax - 1
+        tick = self.cq.tick
+        for _conf, record, _deadline in self.held.values():
+            start = record.get("start")
+            if start is not None:
+                h = min(h, math.floor(start / tick) - umax - 1)
+        return h
+
+    def set_limits(self, limits: Limits) -> None:
+        self.max_signatures_per_closing = limits.runs_per_key
+        self.max_signatures_per_step = limits.runs
 
     def _close(self, safe: float) -> list[dict]:
         out: list[dict] = []

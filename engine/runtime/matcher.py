@@ -6,58 +6,43 @@ digest-nfab section 7).  Runs live in pools keyed by the value of the query's fi
 carrying that attribute visits its own pool and the pool of still-unbound runs, an event lacking it (a cluster-wide
 Ganglia event) visits every pool.  Runs die when their window has passed; pools of keys gone quiet are swept.
 
-Events must be fed in time order (``Event.t``, ties in input order); :func:`match_events` sorts a finite list.
+Events must be fed in time order (``Event.t``, ties in input order); :func:`sort_events` sorts a finite list.
 Events with intervals are evaluated at their midpoint here; exact confidence comes from ``engine.imprecise``.
-``feed_many`` takes a batch (the same records as ``feed`` per event); :class:`PackFeeder` feeds a whole query pack
-in one pass, each event only to the matchers that name its type.
+``feed_many`` takes a batch (the same records as ``feed`` per event).  The class implements
+:class:`engine.evaluator.Evaluator` and :class:`engine.evaluator.Sheddable`; its snapshots: :mod:`engine.runtime.state`.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from engine.evaluator import Clock, Record, Stats, register
 from engine.events import Event
 from engine.language.ast import Aggregate, walk
+from engine.limits import Limits
 from engine.output import key_of, return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.predicates import KleeneCell, references
+from engine.runtime import state
+from engine.runtime.limits import enforce
+from engine.runtime.run import OutOfOrderError, Run
+from engine.snapshot import EventCodec
+
+__all__ = ["KleeneIds", "Matcher", "OutOfOrderError", "Run", "sort_events"]
 
 SWEEP_EVERY = 4096
 _UNHASHABLE = (list, dict)
 NEG_INF = -math.inf
 
 
-class Run:
-    """One partial match: the component it waits at (``k``), whether that Kleene component has elements (``kin``),
-    the binding, the first/last selected times and the equivalence values bound so far (``eqv``)."""
-
-    __slots__ = ("k", "kin", "bind", "t_first", "t_last", "t_prev", "eqv")
-
-    def __init__(self, k: int, kin: bool, bind: list, t_first: float, t_last: float, t_prev: float,
-                 eqv: tuple) -> None:
-        self.k = k
-        self.kin = kin
-        self.bind = bind
-        self.t_first = t_first
-        self.t_last = t_last
-        self.t_prev = t_prev
-        self.eqv = eqv
-
-    def clone(self) -> Run:
-        return Run(self.k, self.kin, self.bind.copy(), self.t_first, self.t_last, self.t_prev, self.eqv)
-
-
-class OutOfOrderError(ValueError):
-    """An event older than one already fed: the precise runtime needs time order (see the service's watermark)."""
-
-
+@register("nfa")
 class Matcher:
     """Incremental evaluation of one compiled query: :meth:`feed` events in time order, collect match records."""
 
-    def __init__(self, cq: CompiledQuery) -> None:
+    def __init__(self, cq: CompiledQuery, max_uncertainty: int = 0) -> None:
         self.cq = cq
         self.name = cq.name
         self.comps = cq.components
@@ -146,8 +131,6 @@ class Matcher:
         if etype == self.first_type:
             self._start(ev, t, out)
         if self.alive > self.limit_at:
-            from engine.runtime.limits import enforce
-
             enforce(self, ev)
         if out:
             self.matches += len(out)
@@ -215,6 +198,42 @@ class Matcher:
 
     def runs_alive(self) -> int:
         return sum(len(runs) for runs in self.pools.values())
+
+    # ------------------------------------------------------------------ the rest of the evaluator contract
+
+    def advance(self, clock: Clock) -> list[Record]:
+        """The clock moved on through events this query does not name: records only ever complete on an event, but
+        the clock moves (so an older event is refused) and runs past their window are swept as ``feed_many`` would."""
+        if clock.t > self.now:
+            self.now = clock.t
+        if clock.fed > self.fed:
+            crossed = clock.fed // SWEEP_EVERY > self.fed // SWEEP_EVERY
+            self.fed = clock.fed
+            if crossed:
+                self.sweep()
+        return []
+
+    def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
+        return state.snapshot(self, codec)
+
+    def restore(self, snap: Mapping[str, Any], codec: EventCodec | None = None) -> None:
+        state.restore(self, snap, codec)
+
+    def stats(self) -> Stats:
+        return Stats(self.fed, self.matches, self.alive, self.shed_runs, self.dropped_runs)
+
+    def horizon(self, last_t: float, umax: int) -> float:
+        """A run open at ``last_t`` started less than a window before it; ``2 W + 4 U`` covers the midpoint order of
+        imprecise events on both sides (the rule ``app.checkpoint`` documents)."""
+        if last_t == NEG_INF or self.window is None:
+            return NEG_INF
+        return math.floor(last_t) - 2 * self.window - 4 * umax - 1
+
+    def set_limits(self, limits: Limits) -> None:
+        self.max_runs_per_key = limits.runs_per_key
+        self.max_runs = limits.runs
+        caps = [c for c in (limits.runs_per_key, limits.runs) if c is not None]
+        self.limit_at = min(caps) if caps else math.inf
 
     # ------------------------------------------------------------------ load-shedding hook (engine.shedding)
     # Used only by engine.shedding.SheddingMatcher, between two feed() calls; feed() itself is unchanged and none of
@@ -697,176 +716,3 @@ def _kleene_ids(cell: KleeneCell) -> tuple[list[str], float, float]:
 def sort_events(events: Iterable[Event]) -> list[Event]:
     """Time order for the precise runtime: by point, ties in input order."""
     return sorted(events, key=lambda e: (e.t, e.seq))
-
-
-def make_matcher(cq: CompiledQuery, max_uncertainty: int = 0):
-    """The evaluator :func:`engine.plan.choose.choose_evaluator` picks: trend-aggregate queries get GRETA
-    (:class:`engine.greta.GretaMatcher`) or, when GRETA cannot evaluate them, two-step enumeration; other
-    skip_till_any_match queries the exact possible-worlds evaluator
-    (:class:`engine.imprecise.evaluator.ImpreciseMatcher`), the other strategies the NFA^b runtime on midpoints."""
-    from engine.plan.choose import choose_evaluator
-
-    kind = choose_evaluator(cq)
-    if kind == "greta":
-        from engine.greta import GretaMatcher
-
-        return GretaMatcher(cq, max_uncertainty)
-    if kind == "enumerate":
-        from engine.greta import TrendEnumerator
-
-        return TrendEnumerator(cq, max_uncertainty)
-    if kind == "imprecise":
-        from engine.imprecise.evaluator import ImpreciseMatcher
-
-        return ImpreciseMatcher(cq, max_uncertainty)
-    return Matcher(cq)
-
-
-class PackFeeder:
-    """Feed one stream to several matchers (a query pack) in one pass, each event only to the matchers that name
-    its type: the same records, in the same order, as feeding every event to every matcher in turn.
-
-    An event of a type a matcher does not name only moves that matcher's clock: for the NFA^b runtime under the
-    skipping strategies the last time (and a sweep every 4,096 events), for the imprecise evaluator the largest
-    lower bound and the widest interval, which decide its safe bound.  The feeder keeps that clock once for the
-    whole pack, hands it to a matcher just before feeding it, and calls an imprecise evaluator in between only when
-    the pack's safe bound passes the next moment it has work (a closing event or a held record due, a pruning).
-    Other matchers (GRETA, subclasses that override ``feed``) get every event."""
-
-    def __init__(self, matchers: list, max_uncertainty: int = 0) -> None:
-        from engine.imprecise.evaluator import ImpreciseMatcher
-
-        self.matchers = list(matchers)
-        self.imprecise = [i for i, m in enumerate(self.matchers)
-                          if type(m).feed is ImpreciseMatcher.feed and isinstance(m, ImpreciseMatcher)]
-        self.nfa = [i for i, m in enumerate(self.matchers)
-                    if type(m).feed is Matcher.feed and isinstance(m, Matcher) and m.skip_irrelevant]
-        self.always = [i for i in range(len(self.matchers)) if i not in self.imprecise and i not in self.nfa]
-        self.routes: dict[str, tuple[int, ...]] = {}
-        self.now = NEG_INF  # largest lower bound (imprecise clock)
-        self.umax = max((self.matchers[i].umax for i in self.imprecise), default=max_uncertainty)
-        self.last_t = NEG_INF  # time of the last event (NFA^b clock)
-        self.fed = 0
-        self._due()
-        # One matcher: routing and the shared clock buy nothing, its own feed is the same records for less work.
-        self.single = self.matchers[0] if len(self.matchers) == 1 else None
-
-    def _route(self, etype: str) -> tuple[int, ...]:
-        ms = self.matchers
-        route = set(self.always)
-        route.update(i for i in self.imprecise if etype in ms[i].buffers)
-        route.update(i for i in self.nfa if etype in ms[i].relevant or etype in ms[i].neg_types)
-        out = self.routes[etype] = tuple(sorted(route))
-        return out
-
-    def _due(self) -> None:
-        ms = self.matchers
-        self.wake = min((ms[i].wake for i in self.imprecise), default=math.inf)
-        self.prune_at = min((ms[i].prune_at for i in self.imprecise), default=math.inf)
-
-    def feed(self, ev: Event) -> list[dict]:
-        single = self.single
-        if single is not None:
-            self.fed += 1  # events fed, as with several matchers (the shedder's sweep count reads it)
-            return single.feed(ev)
-        return self.feed_many((ev,))
-
-    def feed_many(self, events: Iterable[Event]) -> list[dict]:
-        single = self.single
-        if single is not None:
-            events = events if isinstance(events, (list, tuple)) else list(events)
-            self.fed += len(events)
-            if hasattr(single, "feed_many"):
-                return single.feed_many(events)
-            out: list[dict] = []
-            for ev in events:
-                out.extend(single.feed(ev))
-            return out
-        out: list[dict] = []
-        ms = self.matchers
-        routes = self.routes
-        imprecise, nfa = self.imprecise, self.nfa
-        now, umax, last_t, fed = self.now, self.umax, self.last_t, self.fed
-        wake, prune_at = self.wake, self.prune_at
-        for ev in events:
-            route = routes.get(ev.type)
-            if route is None:
-                route = self._route(ev.type)
-            t = ev.t
-            if nfa and t < last_t:
-                self.now, self.umax, self.last_t, self.fed = now, umax, last_t, fed
-                raise OutOfOrderError(f"event {ev.id} at tick {t} arrived after tick {last_t}")
-            touched = False
-            here: list = []  # (matcher index, records) of this event
-            for i in route:  # matchers that name the type: the clock before this event, then feed
-                m = ms[i]
-                if i in imprecise:
-                    m.now, m.umax, m.fed = now, umax, fed
-                    touched = True
-                elif i in nfa:
-                    m.now, m.fed = last_t, fed
-                got = m.feed(ev)
-                if got:
-                    here.append((i, got))
-            tlo = ev.tlo
-            if tlo > now:
-                now = tlo
-            width = ev.thi - tlo
-            if width > umax:
-                umax = width
-            last_t = t
-            fed += 1
-            if fed % SWEEP_EVERY == 0:
-                for i in nfa:
-                    if i not in route:
-                        ms[i].now, ms[i].fed = last_t, fed
-                        ms[i].sweep()
-            safe = now - umax
-            if touched or safe > wake or safe >= prune_at:
-                if safe > wake or safe >= prune_at:
-                    for i in imprecise:
-                        m = ms[i]
-                        if i not in route and (safe > m.wake or safe >= m.prune_at):
-                            got = m.advance(now, umax, fed)
-                            if got:
-                                here.append((i, got))
-                    here.sort(key=lambda x: x[0])  # records of one event in pack order
-                self._due()
-                wake, prune_at = self.wake, self.prune_at
-            for _, got in here:
-                out.extend(got)
-        self.now, self.umax, self.last_t, self.fed = now, umax, last_t, fed
-        return out
-
-    def flush(self) -> list[dict]:
-        if self.single is not None:
-            return self.single.flush()
-        out: list[dict] = []
-        for i, m in enumerate(self.matchers):
-            if i in self.imprecise:
-                m.now, m.umax, m.fed = self.now, self.umax, self.fed
-            elif i in self.nfa:
-                m.now, m.fed = self.last_t, self.fed
-            out.extend(m.flush())
-        return out
-
-    def runs_alive(self) -> int:
-        return sum(m.runs_alive() for m in self.matchers)
-
-
-def match_events(queries: CompiledQuery | list[CompiledQuery], events: Iterable[Event]) -> list[dict]:
-    """Match a finite stream: sort it, feed every query, return all records in order of completion.
-
-    With several queries, the records of one event come in the order the queries were given.
-    """
-    cqs = [queries] if isinstance(queries, CompiledQuery) else list(queries)
-    ordered = sort_events(events)
-    widest = max((e.thi - e.tlo for e in ordered), default=0)
-    matchers = [make_matcher(cq, widest) for cq in cqs]
-    out: list[dict] = []
-    for ev in ordered:
-        for m in matchers:
-            out.extend(m.feed(ev))
-    for m in matchers:
-        out.extend(m.flush())
-    return out

@@ -26,12 +26,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from engine.greta.aggregates import TrendAgg
-from engine.greta.template import RangeSpec, State, Template, Transition, Windows
 from engine.language import ast
 from engine.language.checks import show_trend
 from engine.plan.compiler import CompiledQuery
 from engine.plan.predicates import Placement, compile_expr, conjunction, references
+from engine.plan.trend_template import RangeSpec, State, Template, Transition, TrendAgg, Windows, is_single_event
 
 __all__ = ["NotGreta", "TrendSpec", "GretaPlan", "trend_spec", "plan_greta", "render"]
 
@@ -336,8 +335,6 @@ def describe_windows(spec: TrendSpec) -> str:
 
 def _mode(tr: Transition, keyed: bool) -> str:
     """How the runtime finds this transition's predecessors (mirrors :class:`engine.greta.graph.Graph`)."""
-    from engine.greta.graph import is_single_event
-
     if tr.negations and (keyed or not all(is_single_event(n) for n in tr.negations)):
         return "scan of the predecessors (the negation is checked per edge, per group), O(n)"
     reset = " (emptied by each negated event)" if tr.negations else ""
