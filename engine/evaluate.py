@@ -26,8 +26,18 @@ from engine.runtime.matcher import SWEEP_EVERY, Matcher, OutOfOrderError, sort_e
 from engine.shedding import SheddingMatcher, from_pack
 from engine.snapshot import EventCodec, check_header, dec_float, enc_float, header, open_codec
 
-__all__ = ["JOB_KEYS", "PackFeeder", "PackRunner", "StreamedMatch", "feed_types", "make_matcher", "match_events",
-           "pack_horizon", "shard_key", "sort_events"]
+__all__ = [
+    "JOB_KEYS",
+    "PackFeeder",
+    "PackRunner",
+    "StreamedMatch",
+    "feed_types",
+    "make_matcher",
+    "match_events",
+    "pack_horizon",
+    "shard_key",
+    "sort_events",
+]
 
 NEG_INF = -math.inf
 NFA_STRATEGIES = ("skip_till_next_match", "partition_contiguity")
@@ -107,10 +117,16 @@ class PackFeeder:
 
     def __init__(self, matchers: Sequence[Any], max_uncertainty: int = 0) -> None:
         self.matchers: list[Any] = list(matchers)
-        self.imprecise = [i for i, m in enumerate(self.matchers)
-                          if type(m).feed is ImpreciseMatcher.feed and isinstance(m, ImpreciseMatcher)]
-        self.nfa = [i for i, m in enumerate(self.matchers)
-                    if type(m).feed is Matcher.feed and isinstance(m, Matcher) and m.skip_irrelevant]
+        self.imprecise = [
+            i
+            for i, m in enumerate(self.matchers)
+            if type(m).feed is ImpreciseMatcher.feed and isinstance(m, ImpreciseMatcher)
+        ]
+        self.nfa = [
+            i
+            for i, m in enumerate(self.matchers)
+            if type(m).feed is Matcher.feed and isinstance(m, Matcher) and m.skip_irrelevant
+        ]
         self.always = [i for i in range(len(self.matchers)) if i not in self.imprecise and i not in self.nfa]
         self.routes: dict[str, tuple[int, ...]] = {}
         self.now = NEG_INF  # largest lower bound (imprecise clock)
@@ -240,8 +256,13 @@ class PackFeeder:
 
     def stats(self) -> Stats:
         parts = [m.stats() for m in self.matchers]
-        return Stats(self.fed, sum(p.matches for p in parts), sum(p.runs_alive for p in parts),
-                     sum(p.shed for p in parts), sum(p.dropped for p in parts))
+        return Stats(
+            self.fed,
+            sum(p.matches for p in parts),
+            sum(p.runs_alive for p in parts),
+            sum(p.shed for p in parts),
+            sum(p.dropped for p in parts),
+        )
 
     def horizon(self, last_t: float, umax: int) -> float:
         return min((m.horizon(last_t, umax) for m in self.matchers), default=math.inf)
@@ -290,8 +311,9 @@ class PackRunner:
     (true) match it would have missed.  Shedding never produces a false positive: negation-state runs are never shed.
     """
 
-    def __init__(self, pack: Any, umax: int, *, shedding: bool = True, limits: Limits | None = None,
-                 lazy_ids: bool = False) -> None:
+    def __init__(
+        self, pack: Any, umax: int, *, shedding: bool = True, limits: Limits | None = None, lazy_ids: bool = False
+    ) -> None:
         self.pack = pack
         self.tick = float(pack.tick)
         self.umax = umax

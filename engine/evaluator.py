@@ -144,8 +144,14 @@ C = TypeVar("C", bound=type)
 ALL_STRATEGIES = ("skip_till_any_match", "skip_till_next_match", "partition_contiguity", "strict_contiguity")
 
 
-def register(name: str, *, trends: bool = False, strategies: tuple[str, ...] = ALL_STRATEGIES,
-             imprecise: bool = False, ordered: bool = True) -> Callable[[C], C]:
+def register(
+    name: str,
+    *,
+    trends: bool = False,
+    strategies: tuple[str, ...] = ALL_STRATEGIES,
+    imprecise: bool = False,
+    ordered: bool = True,
+) -> Callable[[C], C]:
     """Class decorator: register an :class:`Evaluator` under ``name`` (see :class:`EvaluatorKind`)."""
 
     def add(cls: C) -> C:

@@ -102,8 +102,10 @@ def open_codec(state: Mapping[str, Any], codec: EventCodec | None, tick: float) 
 def check_header(state: Mapping[str, Any], kind: str, name: str) -> None:
     """Refuse a snapshot of another evaluator kind, layout version or query."""
     if state.get("kind") != kind or state.get("version") != SNAPSHOT_VERSION:
-        raise SnapshotError(f"query {name}: a {state.get('kind')!r} snapshot (version {state.get('version')}) "
-                            f"cannot restore a {kind!r} evaluator (version {SNAPSHOT_VERSION})")
+        raise SnapshotError(
+            f"query {name}: a {state.get('kind')!r} snapshot (version {state.get('version')}) "
+            f"cannot restore a {kind!r} evaluator (version {SNAPSHOT_VERSION})"
+        )
     if state.get("query") != name:
         raise SnapshotError(f"a snapshot of query {state.get('query')!r} cannot restore query {name!r}")
 

@@ -70,25 +70,53 @@ def _graph(g: Graph, events: EventCodec) -> dict[str, Any]:
     for e in g.edges:
         if e.mode == "fenwick":
             raise RuntimeError("the Fenwick mode runs in deferred graphs, which are never snapshotted")
-        index = [[w, [[list(bound), [[_pending(p), _agg(a)] for p, a in by_pending.items()]]
-                      for bound, by_pending in table.items()]] for w, table in e.index.items()]
+        index = [
+            [
+                w,
+                [
+                    [list(bound), [[_pending(p), _agg(a)] for p, a in by_pending.items()]]
+                    for bound, by_pending in table.items()
+                ],
+            ]
+            for w, table in e.index.items()
+        ]
         negs = None
         if e.negs is not None:
-            negs = {"firsts": [enc_float(f) for f in e.negs.firsts], "keys": [list(k) for k in e.negs.keys],
-                    "maxfirst": enc_float(e.negs.maxfirst)}
+            negs = {
+                "firsts": [enc_float(f) for f in e.negs.firsts],
+                "keys": [list(k) for k in e.negs.keys],
+                "maxfirst": enc_float(e.negs.maxfirst),
+            }
         edges.append({"index": index, "negs": negs})
-    store = [[s, [[list(ekey), [[events.ref(v.ev), [[w, _by_key(d)] for w, d in v.aggs.items()], v.exit_ok]
-                                 for v in bucket.verts]] for ekey, bucket in buckets.items()]]
-             for s, buckets in g.store.items()]
+    store = [
+        [
+            s,
+            [
+                [
+                    list(ekey),
+                    [[events.ref(v.ev), [[w, _by_key(d)] for w, d in v.aggs.items()], v.exit_ok] for v in bucket.verts],
+                ]
+                for ekey, bucket in buckets.items()
+            ],
+        ]
+        for s, buckets in g.store.items()
+    ]
     results = [[w, [[list(bound), _agg(a)] for bound, a in rw.items()]] for w, rw in g.results.items()]
-    return {"edges": edges, "store": store, "results": results, "live": [enc_float(t) for t in g.live],
-            "children": [_graph(c, events) for c in g.children]}
+    return {
+        "edges": edges,
+        "store": store,
+        "results": results,
+        "live": [enc_float(t) for t in g.live],
+        "children": [_graph(c, events) for c in g.children],
+    }
 
 
 def _ungraph(g: Graph, snap: Mapping[str, Any], events: EventCodec) -> None:
     for e, es in zip(g.edges, snap["edges"], strict=True):
-        e.index = {w: {tuple(bound): {_unpending(p): _unagg(a) for p, a in by_pending} for bound, by_pending in table}
-                   for w, table in es["index"]}
+        e.index = {
+            w: {tuple(bound): {_unpending(p): _unagg(a) for p, a in by_pending} for bound, by_pending in table}
+            for w, table in es["index"]
+        }
         if es["negs"] is not None and e.negs is not None:
             e.negs.firsts = [dec_float(f) for f in es["negs"]["firsts"]]
             e.negs.keys = [tuple(k) for k in es["negs"]["keys"]]
@@ -124,7 +152,7 @@ def snapshot_greta(m: GretaMatcher, codec: EventCodec | None = None) -> dict[str
         out["closed_below"] = m.closed_below
         out["expired_below"] = m.expired_below
     else:
-        out["buf"] = [events.ref(e) for e in m.buf_events[m.head:]]
+        out["buf"] = [events.ref(e) for e in m.buf_events[m.head :]]
         out["next_wid"] = m.next_wid
     if own:
         out["events"] = events.table()
@@ -172,9 +200,15 @@ def restore_enumerator(m: TrendEnumerator, state: Mapping[str, Any], codec: Even
 
 
 def _common(m: Any, events: EventCodec) -> dict[str, Any]:
-    return {"now": enc_float(m.now), "fed": m.fed, "matches": m.matches, "first_sec": m.first_sec,
-            "last_sec": m.last_sec, "batch": [events.ref(e) for e in getattr(m, "batch", ())],
-            "batch_t": enc_float(getattr(m, "batch_t", -float("inf")))}
+    return {
+        "now": enc_float(m.now),
+        "fed": m.fed,
+        "matches": m.matches,
+        "first_sec": m.first_sec,
+        "last_sec": m.last_sec,
+        "batch": [events.ref(e) for e in getattr(m, "batch", ())],
+        "batch_t": enc_float(getattr(m, "batch_t", -float("inf"))),
+    }
 
 
 def _uncommon(m: Any, state: Mapping[str, Any], events: EventCodec) -> None:

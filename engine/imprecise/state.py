@@ -39,28 +39,36 @@ def snapshot(m: ImpreciseMatcher, codec: EventCodec | None = None) -> dict[str, 
         if buf.key is not None:
             arrival = {id(e): a for sub in buf.keyed.values() for e, a in zip(sub.events, sub.arrs, strict=True)}
             arrs = [arrival[id(e)] for e in buf.events]
-        buffers[etype] = {"events": [events.ref(e) for e in buf.events], "arrs": arrs, "width": buf.width,
-                          "arrived": buf.arrived}
+        buffers[etype] = {
+            "events": [events.ref(e) for e in buf.events],
+            "arrs": arrs,
+            "width": buf.width,
+            "arrived": buf.arrived,
+        }
     out = header(KIND, m.name)
-    out.update({
-        "now": enc_float(m.now),
-        "umax": m.umax,
-        "fed": m.fed,
-        "signatures": m.signatures,
-        "matches": m.matches,
-        "truncated": m.truncated,
-        "skipped": m.skipped,
-        "wake": enc_float(m.wake),
-        "prune_at": enc_float(m.prune_at),
-        "next_deadline": enc_float(m.next_deadline),
-        "buffers": buffers,
-        "pending": [[thi, seq, events.ref(z)] for thi, seq, z in m.pending],
-        "held": [[conf, deepcopy(record), enc_float(deadline)] for conf, record, deadline in m.held.values()],
-        "emitted": canonical_keys(m.emitted),
-        "dead_ends": [[events.ref(e), enc_float(floor)] for e, floor in m._dead_ends.values()],
-        "order_failed": [[key[0], events.ref(lev), events.ref(rev), list(key[3]), enc_float(floor)]
-                         for key, (floor, lev, rev) in m._order_failed.items()],
-    })
+    out.update(
+        {
+            "now": enc_float(m.now),
+            "umax": m.umax,
+            "fed": m.fed,
+            "signatures": m.signatures,
+            "matches": m.matches,
+            "truncated": m.truncated,
+            "skipped": m.skipped,
+            "wake": enc_float(m.wake),
+            "prune_at": enc_float(m.prune_at),
+            "next_deadline": enc_float(m.next_deadline),
+            "buffers": buffers,
+            "pending": [[thi, seq, events.ref(z)] for thi, seq, z in m.pending],
+            "held": [[conf, deepcopy(record), enc_float(deadline)] for conf, record, deadline in m.held.values()],
+            "emitted": canonical_keys(m.emitted),
+            "dead_ends": [[events.ref(e), enc_float(floor)] for e, floor in m._dead_ends.values()],
+            "order_failed": [
+                [key[0], events.ref(lev), events.ref(rev), list(key[3]), enc_float(floor)]
+                for key, (floor, lev, rev) in m._order_failed.items()
+            ],
+        }
+    )
     if own:
         out["events"] = events.table()
     return out

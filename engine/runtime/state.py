@@ -66,20 +66,34 @@ def snapshot(m: Matcher, codec: EventCodec | None = None) -> dict[str, Any]:
 
     pools = []
     for runs in m.pools.values():
-        pools.append([[r.k, r.kin, [bound(b, k) for k, b in enumerate(r.bind)], enc_float(r.t_first),
-                       enc_float(r.t_last), enc_float(r.t_prev), list(r.eqv)] for r in runs])
+        pools.append(
+            [
+                [
+                    r.k,
+                    r.kin,
+                    [bound(b, k) for k, b in enumerate(r.bind)],
+                    enc_float(r.t_first),
+                    enc_float(r.t_last),
+                    enc_float(r.t_prev),
+                    list(r.eqv),
+                ]
+                for r in runs
+            ]
+        )
     out = header(KIND, m.name)
-    out.update({
-        "now": enc_float(m.now),
-        "fed": m.fed,
-        "matches": m.matches,
-        "shed_runs": m.shed_runs,
-        "dropped_runs": m.dropped_runs,
-        "cells": cells,
-        "pools": pools,
-        "neg": {etype: [events.ref(e) for e in evs] for etype, (_ts, evs) in m.neg_buf.items()},
-        "emitted": canonical_keys(m.emitted),
-    })
+    out.update(
+        {
+            "now": enc_float(m.now),
+            "fed": m.fed,
+            "matches": m.matches,
+            "shed_runs": m.shed_runs,
+            "dropped_runs": m.dropped_runs,
+            "cells": cells,
+            "pools": pools,
+            "neg": {etype: [events.ref(e) for e in evs] for etype, (_ts, evs) in m.neg_buf.items()},
+            "emitted": canonical_keys(m.emitted),
+        }
+    )
     if own:
         out["events"] = events.table()
     return out
@@ -103,9 +117,12 @@ def restore(m: Matcher, state: Mapping[str, Any], codec: EventCodec | None = Non
     m.pools = {}
     alive = 0
     for pool in state["pools"]:
-        runs: list[Run] = [Run(k, kin, [unbound(b) for b in bind], dec_float(t_first), dec_float(t_last),
-                               dec_float(t_prev), tuple(eqv))
-                           for k, kin, bind, t_first, t_last, t_prev, eqv in pool]
+        runs: list[Run] = [
+            Run(
+                k, kin, [unbound(b) for b in bind], dec_float(t_first), dec_float(t_last), dec_float(t_prev), tuple(eqv)
+            )
+            for k, kin, bind, t_first, t_last, t_prev, eqv in pool
+        ]
         key = key_of(runs[0].eqv[0]) if m.partitioned else None
         m.pools[key] = runs
         alive += len(runs)
