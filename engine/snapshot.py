@@ -12,13 +12,14 @@ a snapshot is restored into an evaluator built the same way.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from engine.events import Event
 
-__all__ = ["SNAPSHOT_VERSION", "EventCodec", "SnapshotError", "dec_float", "enc_float"]
+__all__ = ["SNAPSHOT_VERSION", "EventCodec", "SnapshotError", "canonical_keys", "dec_float", "enc_float"]
 
 #: Bumped whenever a snapshot's layout changes; ``restore`` refuses another version.
 SNAPSHOT_VERSION = 1
@@ -79,6 +80,11 @@ class EventCodec:
 
     def table(self) -> list[Any]:
         return self.rows
+
+
+def canonical_keys(keys: Any) -> list[list[Any]]:
+    """A set of RETURN keys (tuples) as a list in a canonical order (sets have none)."""
+    return sorted((list(k) for k in keys), key=lambda k: json.dumps(k, sort_keys=True, default=str))
 
 
 def decode_event(obj: Mapping[str, Any], seq: int, tick: float) -> Event:

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.imprecise.buffers import Keyed, TypeBuffer
 from engine.output import key_of, return_key
-from engine.runtime.state import canonical_keys
-from engine.snapshot import EventCodec, check_header, dec_float, enc_float, header, open_codec
+from engine.snapshot import EventCodec, canonical_keys, check_header, dec_float, enc_float, header, open_codec
 
 if TYPE_CHECKING:
     from engine.imprecise.evaluator import ImpreciseMatcher

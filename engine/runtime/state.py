@@ -16,24 +16,18 @@ A pool's key is the partition value of its runs (``key_of(eqv[0])``), so it is n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine.output import key_of
 from engine.plan.predicates import KleeneCell
 from engine.runtime.run import Run
-from engine.snapshot import EventCodec, check_header, dec_float, enc_float, header, open_codec
+from engine.snapshot import EventCodec, canonical_keys, check_header, dec_float, enc_float, header, open_codec
 
 if TYPE_CHECKING:
     from engine.runtime.matcher import Matcher
 
 KIND = "nfa"
-
-
-def canonical_keys(keys: Any) -> list[list[Any]]:
-    """A set of RETURN keys (tuples) as a list in a canonical order (sets have none)."""
-    return sorted((list(k) for k in keys), key=lambda k: json.dumps(k, sort_keys=True, default=str))
 
 
 def snapshot(m: Matcher, codec: EventCodec | None = None) -> dict[str, Any]:

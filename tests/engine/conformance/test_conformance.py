@@ -41,7 +41,7 @@ from engine.plan.compiler import compile_query
 from engine.runtime.matcher import sort_events
 from tests.engine.conformance import harness as h
 from tests.strategies import NOISE_TYPE, cases, interval_streams
-from tests.test_greta import PATTERNS, oracle, trend_cases
+from tests.test_greta import oracle, trend_cases
 from tests.test_imprecise_vs_worlds import DISTINCT_QUERIES, QUERIES
 
 EXAMPLES = int(os.environ.get("HCEP_CONFORMANCE_EXAMPLES", "40"))
