@@ -102,6 +102,8 @@ class Sheddable(Protocol):
     A run exposes ``k`` (the state it waits at), ``kin`` (Kleene elements taken) and ``t_first``.
     """
 
+    name: str
+    cq: Any  # the compiled query (the shedder models its states)
     alive: int  # runs in the pools, kept current by every change
     pools: dict[Any, list[Any]]
     fed: int

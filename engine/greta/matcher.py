@@ -141,7 +141,7 @@ class _TrendOutput:
         tick = self.spec.tick
         return round(w.start(wid) * tick, 9), round(w.end(wid) * tick, 9)
 
-    def _records(self, wid: int, groups: dict[tuple, Any]) -> list[dict]:
+    def _records(self, wid: int, groups: dict[tuple[Any, ...], Any]) -> list[dict[Any, Any]]:
         layout = self.layout
         out = []
         start, end = self._bounds(wid)
@@ -160,9 +160,9 @@ class _TrendOutput:
         self.matches += len(out)
         return out
 
-    def _emit_closed(self, results: dict[int, dict], t: float) -> list[dict]:
+    def _emit_closed(self, results: dict[int, dict[Any, Any]], t: float) -> list[dict[Any, Any]]:
         """Pop and output every window of ``results`` that ends at or before tick ``t``, in window order."""
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         end = self.windows.end
         for wid in sorted(w for w in results if end(w) <= t):
             out.extend(self._records(wid, results.pop(wid)))
@@ -214,13 +214,13 @@ class GretaMatcher(_TrendOutput):
 
     # ------------------------------------------------------------------ interface
 
-    def feed(self, ev: Event) -> list[dict]:
+    def feed(self, ev: Event) -> list[dict[Any, Any]]:
         """Add one event (time order); return the records of the windows it closes."""
         t = ev.t
         if t < self.now:
             raise OutOfOrderError(f"event {ev.id} at tick {t} arrived after tick {self.now}")
         self.fed += 1
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         if t > self.now:
             if self.batch:
                 self._run_batch()
@@ -232,7 +232,7 @@ class GretaMatcher(_TrendOutput):
             self.batch_t = t
         return out
 
-    def flush(self) -> list[dict]:
+    def flush(self) -> list[dict[Any, Any]]:
         """End of input: close every window."""
         if self.batch:
             self._run_batch()
@@ -275,7 +275,7 @@ class GretaMatcher(_TrendOutput):
             self.buf_times.extend(ev.t for ev in batch)
             self.buf_events.extend(batch)
 
-    def _close(self, t: float) -> list[dict]:
+    def _close(self, t: float) -> list[dict[Any, Any]]:
         if self.graph is None:
             return self._close_deferred(t)
         graph = self.graph
@@ -295,8 +295,8 @@ class GretaMatcher(_TrendOutput):
 
     # ------------------------------------------------------------------ deferred
 
-    def _close_deferred(self, t: float) -> list[dict]:
-        out: list[dict] = []
+    def _close_deferred(self, t: float) -> list[dict[Any, Any]]:
+        out: list[dict[Any, Any]] = []
         w = self.windows
         times, events = self.buf_times, self.buf_events
         while self.head < len(times):
@@ -319,7 +319,7 @@ class GretaMatcher(_TrendOutput):
             self.head = 0
         return out
 
-    def _run_window(self, wid: int, events: list[Event]) -> list[dict]:
+    def _run_window(self, wid: int, events: list[Event]) -> list[dict[Any, Any]]:
         graph = Graph(self.template, self.layout, _OneWindow(wid, self.windows.start(wid)),
                       fast_events=events if self.fast else None)
         for _t, tick_events in itertools.groupby(events, key=lambda e: e.t):
@@ -346,7 +346,7 @@ class _OneWindow:
 class _Capture(Matcher):
     """The NFA^b runtime, handing back each match's binding and group instead of a match record."""
 
-    def _record(self, r: Any, returned: dict[str, Any]) -> Any:  # type: ignore[override]
+    def _record(self, r: Any, returned: dict[str, Any]) -> Any:
         return (list(r.bind), r.eqv)
 
 
@@ -364,12 +364,12 @@ class TrendEnumerator(_TrendOutput):
         self.cq = cq
         self.inner = _Capture(dataclasses.replace(cq, output="all"))
         self.kleene = [c.kleene for c in cq.components]
-        self.results: dict[int, dict[tuple, Any]] = {}
+        self.results: dict[int, dict[tuple[Any, ...], Any]] = {}
         self.trends = 0
 
-    def feed(self, ev: Event) -> list[dict]:
+    def feed(self, ev: Event) -> list[dict[Any, Any]]:
         t = ev.t
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         if t > self.now:
             out = self._emit_closed(self.results, t)
         captured = self.inner.feed(ev)  # raises OutOfOrderError on time travel
@@ -381,7 +381,7 @@ class TrendEnumerator(_TrendOutput):
             self._add(bind, eqv)
         return out
 
-    def flush(self) -> list[dict]:
+    def flush(self) -> list[dict[Any, Any]]:
         for bind, eqv in self.inner.flush():  # pragma: no cover - the precise runtime holds nothing back
             self._add(bind, eqv)
         return self._emit_closed(self.results, math.inf)
@@ -413,10 +413,11 @@ class TrendEnumerator(_TrendOutput):
         """The enumeration's runs are bounded like the NFA^b runtime's."""
         self.inner.set_limits(limits)
 
-    def _add(self, bind: list, eqv: tuple) -> None:
+    def _add(self, bind: list[Any], eqv: tuple[Any, ...]) -> None:
         layout = self.layout
         agg = layout.unit
-        first = last = None
+        first: float | None = None
+        last: float | None = None
         for s, (kleene, b) in enumerate(zip(self.kleene, bind, strict=True)):
             for ev in b.events() if kleene else (b,):
                 if first is None:
@@ -426,6 +427,7 @@ class TrendEnumerator(_TrendOutput):
                 if deltas:
                     agg = layout.apply(agg, deltas)
         self.trends += 1
+        assert first is not None and last is not None  # a match binds at least one event
         w = self.windows
         if w.size is None:
             wids: range = range(0, 1)

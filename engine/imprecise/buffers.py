@@ -123,7 +123,7 @@ class TypeBuffer:
         out.extend(b.events[i2:j2])
         return out
 
-    def candidates(self, eqv: tuple, floor: float, hi_exclusive: float) -> list[Event]:
+    def candidates(self, eqv: tuple[Any, ...], floor: float, hi_exclusive: float) -> list[Event]:
         """:meth:`span`, through the key index when the key is bound in ``eqv`` (its first entry)."""
         if self.key is not None and eqv[0] is not None:
             return self.span_key(eqv[0], floor, hi_exclusive)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine.evaluator import Clock, Record, Stats, register
@@ -57,17 +57,17 @@ class Matcher:
         self.partitioned = bool(self.attrs) and cq.strategy != "strict_contiguity"
         # Attributes checked per run: with pools, the first is implied by the pool.
         self.check_attrs = tuple(enumerate(self.attrs))[1:] if self.partitioned else tuple(enumerate(self.attrs))
-        self.attr0 = self.attrs[0] if self.attrs else None
+        self.attr0 = self.attrs[0] if self.attrs else ""  # read only when partitioned (attrs non-empty)
         # Irrelevant types change nothing under the skipping strategies; contiguity strategies must see them.
         self.skip_irrelevant = cq.strategy in ("skip_till_any_match", "skip_till_next_match")
         self.relevant = cq.relevant_types
         self.neg_types = {neg.type for neg in cq.negations}
-        self.neg_buf: dict[str, tuple[list, list]] = {t: ([], []) for t in self.neg_types}
+        self.neg_buf: dict[str, tuple[list[Any], list[Any]]] = {t: ([], []) for t in self.neg_types}
         self.pools: dict[Any, list[Run]] = {}
         self.alive = 0  # runs in the pools, kept by every change to them (a shedder reads it per event)
         self.now = NEG_INF
         self.fed = 0
-        self.emitted: set = set()
+        self.emitted: set[Any] = set()
         self.matches = 0
         self._future = self._future_forms() if self.distinct and self.any else None
         self._step = self._step_any if self.any else self._step_next
@@ -86,7 +86,7 @@ class Matcher:
 
     # ------------------------------------------------------------------ public
 
-    def feed(self, ev: Event) -> list[dict]:
+    def feed(self, ev: Event) -> list[dict[Any, Any]]:
         """Process one event; return the match records it completes, in order of completion."""
         t = ev.t
         if t < self.now:
@@ -102,7 +102,7 @@ class Matcher:
             ts, evs = self.neg_buf[etype]
             ts.append(t)
             evs.append(ev)
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         pools = self.pools
         if self.partitioned:
             x = ev.attrs.get(self.attr0)
@@ -136,7 +136,7 @@ class Matcher:
             self.matches += len(out)
         return out
 
-    def _step_pools(self, keys: Iterable, ev: Event, t: float, out: list[dict]) -> None:
+    def _step_pools(self, keys: Iterable[Any], ev: Event, t: float, out: list[dict[Any, Any]]) -> None:
         """Step the runs of the pools ``keys``; runs of the unbound pool that bound the key move to its pool."""
         pools = self.pools
         moved: list[Run] = []
@@ -161,14 +161,14 @@ class Matcher:
         for r in moved:
             pools.setdefault(key_of(r.eqv[0]), []).append(r)
 
-    def feed_many(self, events: Iterable[Event]) -> list[dict]:
+    def feed_many(self, events: Iterable[Event]) -> list[dict[Any, Any]]:
         """``feed`` each event in turn and concatenate the records (the same records, in the same order).
 
         Under the skipping strategies an event of a type the query does not name only moves the clock (and counts
         towards the periodic sweep); here that costs a few local-variable updates instead of a method call."""
         if not self.skip_irrelevant:
             return [r for ev in events for r in self.feed(ev)]
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         slow = self.relevant | self.neg_types
         feed = self.feed
         now, fed = self.now, self.fed
@@ -192,7 +192,7 @@ class Matcher:
         self.now, self.fed = now, fed
         return out
 
-    def flush(self) -> list[dict]:
+    def flush(self) -> list[dict[Any, Any]]:
         """End of input: nothing is held back by the precise runtime."""
         return []
 
@@ -239,7 +239,7 @@ class Matcher:
     # Used only by engine.shedding.SheddingMatcher, between two feed() calls; feed() itself is unchanged and none of
     # these run unless a shedder calls them.
 
-    def visit_keys(self, ev: Event) -> list:
+    def visit_keys(self, ev: Event) -> list[Any]:
         """The pools :meth:`feed` would step for ``ev`` (mirrors its routing): the runs this event is matched against,
         which a per-event latency guard may thin out before the event is processed."""
         if self.skip_irrelevant and ev.type not in self.relevant:
@@ -257,7 +257,7 @@ class Matcher:
         pools = self.pools
         return sum(len(pools[k]) for k in self.visit_keys(ev))
 
-    def shed(self, drop: Callable[[Run], bool], keys: Iterable | None = None) -> int:
+    def shed(self, drop: Callable[[Run], bool], keys: Iterable[Any] | None = None) -> int:
         """Remove the runs ``drop`` selects from the pools ``keys`` (default: all); return how many.
 
         Only partial matches go: negation candidates (``neg_buf``) and the ``emitted`` set of distinct output are left
@@ -280,7 +280,7 @@ class Matcher:
         self.alive -= removed
         return removed
 
-    def observe(self, callback: Callable[[Run, int, bool, list, int, int], None] | None) -> None:
+    def observe(self, callback: Callable[[Run, int, bool, list[Any], int, int], None] | None) -> None:
         """Install (``None``: remove) an observer of run steps, for learning pSPICE's transition statistics.
 
         After each step of a run ``r`` the callback gets ``(r, k, kin, kept, n0, completed)``: the run's state before
@@ -293,7 +293,7 @@ class Matcher:
             self._step = raw
             return
 
-        def step(r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+        def step(r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
             k, kin, n0, o0 = r.k, r.kin, len(kept), len(out)
             raw(r, ev, t, kept, out)
             callback(r, k, kin, kept, n0, len(out) - o0)
@@ -348,7 +348,7 @@ class Matcher:
         if new is not None:
             r.eqv = tuple(new)
 
-    def _start(self, ev: Event, t: float, out: list[dict]) -> None:
+    def _start(self, ev: Event, t: float, out: list[dict[Any, Any]]) -> None:
         c0 = self.comps[0]
         if ev.type != c0.type:
             return
@@ -362,7 +362,7 @@ class Matcher:
         for run in kept:
             self.pools.setdefault(key_of(run.eqv[0]) if self.partitioned else None, []).append(run)
 
-    def _advance(self, r: Run, k: int, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+    def _advance(self, r: Run, k: int, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
         """Bind ``ev`` as the (first element of the) component ``k``: the begin edge."""
         comp = self.comps[k]
         if comp.kleene:
@@ -384,7 +384,7 @@ class Matcher:
                 r.k = k + 1
             kept.append(r)
 
-    def _take(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+    def _take(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
         """Append ``ev`` to the Kleene component the run is building: the take edge."""
         k = r.k
         prev = r.bind[k]
@@ -403,7 +403,7 @@ class Matcher:
             kept.append(r)  # an event of another partition
         # strict contiguity, or partition contiguity on an event of the run's own partition: the run dies
 
-    def _step_next(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+    def _step_next(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
         """skip_till_next_match, partition_contiguity, strict_contiguity: one deterministic move, or a split.
 
         These strategies read the stream in its (tick, arrival) order (SPEC section 4): every event fed after the
@@ -434,7 +434,7 @@ class Matcher:
         else:
             self._ignore(r, ev, kept)
 
-    def _step_any(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+    def _step_any(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
         """skip_till_any_match: every qualifying event is both taken (a clone) and ignored (the run itself).
 
         In collapsed mode a Kleene component takes every qualifying event in place (one maximal set per run) and a
@@ -515,8 +515,9 @@ class Matcher:
         """Keep one run per future-equivalent class (the youngest start lives longest), drop runs whose RETURN value
         was already output: distinct output needs one signature per value, not all of them."""
         table = self._future
+        assert table is not None  # merging is for distinct output under skip_till_any_match only
         ready = self.cq.return_ready
-        seen: dict[tuple, int] = {}
+        seen: dict[tuple[Any, ...], int] = {}
         out: list[Run] = []
         for r in runs:
             if ready < r.k and self._return_key(r) in self.emitted:
@@ -536,12 +537,12 @@ class Matcher:
                 else:
                     parts.append(b.aggs)
             key = tuple(parts)
-            j = seen.get(key)
-            if j is None:
+            at = seen.get(key)
+            if at is None:
                 seen[key] = len(out)
                 out.append(r)
-            elif r.t_first > out[j].t_first:
-                out[j] = r
+            elif r.t_first > out[at].t_first:
+                out[at] = r
         return out
 
     # ------------------------------------------------------------------ completion
@@ -583,10 +584,10 @@ class Matcher:
                     return False
         return True
 
-    def _return_key(self, r: Run) -> tuple:
+    def _return_key(self, r: Run) -> tuple[Any, ...]:
         return return_key(fn(r.bind, None) for _, fn in self.cq.returns)
 
-    def _complete(self, r: Run, out: list[dict]) -> None:
+    def _complete(self, r: Run, out: list[dict[Any, Any]]) -> None:
         cq = self.cq
         if cq.final is not None and not cq.final(r.bind, None):
             return
@@ -600,7 +601,7 @@ class Matcher:
             self.emitted.add(key)
         out.append(self._record(r, returned))
 
-    def _record(self, r: Run, returned: dict[str, Any]) -> dict:
+    def _record(self, r: Run, returned: dict[str, Any]) -> dict[Any, Any]:
         match: dict[str, list[str]] = {}
         lo = math.inf
         hi = NEG_INF
@@ -633,7 +634,7 @@ class Matcher:
         }
 
 
-class KleeneIds(Sequence):
+class KleeneIds(Sequence[Any]):
     """The ids of a Kleene binding in SPEC order, built on first use (:attr:`Matcher.lazy_ids`)."""
 
     __slots__ = ("cell", "_ids")
@@ -652,10 +653,10 @@ class KleeneIds(Sequence):
     def __len__(self) -> int:
         return self.cell.length
 
-    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+    def __getitem__(self, i: Any) -> Any:
         return self._list()[i]
 
-    def __iter__(self):  # type: ignore[no-untyped-def, override]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._list())
 
     def __eq__(self, other: object) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class Run:
     """One partial match: the component it waits at (``k``), whether that Kleene component has elements (``kin``),
@@ -9,7 +11,8 @@ class Run:
 
     __slots__ = ("k", "kin", "bind", "t_first", "t_last", "t_prev", "eqv")
 
-    def __init__(self, k: int, kin: bool, bind: list, t_first: float, t_last: float, t_prev: float, eqv: tuple) -> None:
+    def __init__(self, k: int, kin: bool, bind: list[Any], t_first: float, t_last: float, t_prev: float,
+                 eqv: tuple[Any, ...]) -> None:
         self.k = k
         self.kin = kin
         self.bind = bind

@@ -59,7 +59,8 @@ class _Query:
     @property
     def alive(self) -> int:
         """Runs alive (pSPICE's n_pm for this query): the matcher keeps the count with every change to its pools."""
-        return self.matcher.alive
+        alive: int = self.matcher.alive
+        return alive
 
 
 class SheddingMatcher:
@@ -138,10 +139,10 @@ class SheddingMatcher:
         """Runs of the sheddable matchers (pSPICE's n_pm), as the matchers keep count: no walk over the pools."""
         return sum(m.alive for m in self._sheddable)
 
-    def flush(self) -> list[dict]:
+    def flush(self) -> list[dict[Any, Any]]:
         if self.feeder is not None:
             return self.feeder.flush()
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         for m in self.matchers:
             out.extend(m.flush())
         return out
@@ -202,15 +203,15 @@ class SheddingMatcher:
         for m in self.matchers:
             m.set_limits(limits)
 
-    def _feed_all(self, ev: Event) -> list[dict]:
+    def _feed_all(self, ev: Event) -> list[dict[Any, Any]]:
         if self.feeder is not None:
             return self.feeder.feed(ev)
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         for m in self.matchers:
             out.extend(m.feed(ev))
         return out
 
-    def feed(self, ev: Event, arrival: float | None = None, now: float | None = None) -> list[dict]:
+    def feed(self, ev: Event, arrival: float | None = None, now: float | None = None) -> list[dict[Any, Any]]:
         """Process one event that arrived at ``arrival`` (clock seconds; None: never shed for it), dequeued at ``now``
         (default: ``clock()``); return its match records, in the order of the matchers."""
         if not self.enabled:
@@ -350,7 +351,8 @@ class SheddingMatcher:
         runs = 2 * n_pm + 64
 
         def most(fit: Any) -> float:
-            return max(fit.predict(runs), fit.predict(min(runs, fit.x_max)))
+            top: float = max(fit.predict(runs), fit.predict(min(runs, fit.x_max)))
+            return top
 
         cost = max(most(lat.processing), most(lat.per_event)) + most(lat.shedding)
         self._quick_runs = runs
