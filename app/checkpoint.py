@@ -65,20 +65,14 @@ NEG_INF = -math.inf
 
 
 def horizon(last_t: float, windows: Iterable[int | None], umax: int, matchers: Iterable[Any], tick: float) -> float:
-    """H (ticks): events with ``thi < H`` can no longer change any output after the last fed time ``last_t``."""
-    wins = list(windows)
-    if last_t == NEG_INF or any(w is None for w in wins):
-        return NEG_INF
-    w = max(wins, default=0)
-    h = math.floor(last_t) - 2 * w - 4 * umax - 1
-    for m in matchers:
-        held = getattr(m, "held", None)  # the imprecise evaluator's distinct records waiting for a better signature
-        if held:
-            for entry in held.values():
-                start = entry[1].get("start")
-                if start is not None:
-                    h = min(h, math.floor(start / tick) - umax - 1)
-    return h
+    """H (ticks): events with ``thi < H`` can no longer change any output after the last fed time ``last_t``.
+
+    The window rule above, and each evaluator's own :meth:`engine.evaluator.Evaluator.horizon` (a held ``distinct``
+    record, say): nothing but the evaluator contract is read.  ``tick`` is the evaluators' own business now; the
+    argument stays for callers."""
+    from engine.evaluate import pack_horizon
+
+    return pack_horizon(last_t, windows, umax, matchers)
 
 
 def offset_metadata(rebuild_from: int, newest: float) -> str:

@@ -23,7 +23,7 @@ Every query is compiled as the pack says and run by the evaluator the engine pic
 on interval midpoints for the others), each over the whole stream (sorted as ``match_events`` sorts it), through the
 matcher's ``feed_many`` per 1,000 events (``--per-event``: ``feed`` per event, as before ``feed_many`` existed); the
 first pack row is the sum of the six.  The second pack row runs the six in one pass through
-:class:`engine.runtime.matcher.PackFeeder` (each event to the queries that name its type, the others only see their
+:class:`engine.evaluate.PackFeeder` (each event to the queries that name its type, the others only see their
 clock move; the same records in the same order).  Throughput = events / CPU seconds of feed + flush; ``--repeat N``
 reports the fastest of N runs of each row.  Target: 300,000 events/s for the pack on one core.  Never asserts.
 """
@@ -44,10 +44,11 @@ from collections.abc import Iterator, Sequence
 
 from benchmarks.bench_sasepp import Outcome, drive, header
 from benchmarks.common import fmt_int, fmt_rate, print_table
+from engine.evaluate import PackFeeder, make_matcher
 from engine.events import Event, event_from_json
 from engine.language.packs import Pack, load_pack
 from engine.plan.compiler import compile_spec
-from engine.runtime.matcher import PackFeeder, make_matcher, sort_events
+from engine.runtime.matcher import sort_events
 
 PACK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "queries", "hadoop.yaml")
 TARGET = 300_000

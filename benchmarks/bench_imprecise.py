@@ -27,8 +27,9 @@ expanded into its points, an S3 NFA over points, Eq. 1 per signature), time-boxe
 Part 3, Fig. 4(b)-(d) (digest-imprecise 5.4 and 7.2): the paper's three run-based event-based orders --
 ``sorting`` (query order over a re-sorted stream), ``any-state`` (arrival order, runs start anywhere) and
 ``selectivity`` (runs start only at the rarest component, the others wait in evicted buffers) -- of
-:class:`~engine.imprecise.orders.OrderedImpreciseMatcher`, its ``auto`` choice
-(:func:`engine.plan.choose.choose_order`), and the engine's closing-event evaluator, on the same wrap stream.
+:class:`~benchmarks.research.imprecise_orders.OrderedImpreciseMatcher`, its ``auto``
+choice (:func:`benchmarks.research.imprecise_orders.choose_order`), and the engine's closing-event evaluator, on the
+same wrap stream.
 Components are told apart by residues of ``v * 7`` so that every event fills at most one component (the case
 sorting assumes, digest I7): 4(b) against delta (l = 3, each component 1/20 of the events), 4(c) against the pattern
 length l, 4(d) with skewed component rates ``s1:s2:s3`` out of 600 residues (the same 120 = 20 % in all).  All
@@ -48,9 +49,9 @@ from typing import Any
 
 from benchmarks.bench_sasepp import Outcome, cell_rate, drive, header
 from benchmarks.common import fmt_int, fmt_rate, print_table
+from benchmarks.research.imprecise_orders import OrderedImpreciseMatcher
 from engine.events import Event
 from engine.imprecise.evaluator import ImpreciseMatcher
-from engine.imprecise.orders import OrderedImpreciseMatcher
 from engine.plan.compiler import compile_query
 from tests.point_based import PointBasedMatcher
 

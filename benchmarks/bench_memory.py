@@ -32,8 +32,8 @@ import time
 from collections.abc import Iterator
 
 from engine import Event, compile_query
+from engine.evaluate import make_matcher
 from engine.runtime import limits as run_limits
-from engine.runtime.matcher import make_matcher
 
 QUERIES = {
     "trend": (
@@ -157,7 +157,7 @@ def pack_load(nodes: int, hours: float, seed: int) -> None:
     for q, m in zip(specs, matchers, strict=True):
         kind = "NFA^b runs" if hasattr(m, "pools") else "signatures per closing / per event"
         print(f"| {q.name} | {kind} | {peaks[q.name][0]:,} | {peaks[q.name][1]:,} |")
-    from engine.runtime.limits import StreamedMatch
+    from engine.evaluate import StreamedMatch
 
     again = StreamedMatch([compile_spec(q, pack.tick) for q in specs], events)  # the default bounds, work included
     records = sum(1 for _ in again)

@@ -18,10 +18,11 @@ std-dev) and ``Balance``/``Imbalance`` by a threshold of 1.0.  Tick 1 s.  The qu
 - ``Q4`` skip_till_next_match: map output queued per job (trailing Kleene: a match per ``DataIO``);
 - ``QN`` skip_till_next_match with a negation: reducers that ran without any ``Imbalance`` round.
 
-Latency uses the deterministic cost model (:class:`engine.shedding.CostModel`: 2 us + 1 us per run stepped; a
-shedding pass 5 us + 0.1 us per run scanned) on a simulated arrival clock, so the figures are reproducible; the
-overhead table is measured (``time.perf_counter``).  Capacity = events / total cost of the unshed run; the first 15 %
-of the events arrive at 80 % of capacity (the paper builds its model below capacity), the rest at the overload rate.
+Latency uses the deterministic cost model (:class:`~benchmarks.research.shedding_replay.CostModel`: 2 us + 1 us per
+run stepped; a shedding pass 5 us + 0.1 us per run scanned) on a simulated arrival clock, so the figures are
+reproducible; the overhead table is measured (``time.perf_counter``).  Capacity = events / total cost of the unshed
+run; the first 15 % of the events arrive at 80 % of capacity (the paper builds its model below capacity), the rest at
+the overload rate.
 False negatives are matches of the unshed run missing under shedding (multiset of match signatures), weighted by the
 query weights; false positives are records the unshed run does not have.
 """
@@ -39,10 +40,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.common import print_table
+from benchmarks.research.shedding_replay import CostModel, arrivals, replay
 from engine.events import Event
 from engine.plan.compiler import CompiledQuery, compile_query
 from engine.runtime.matcher import Matcher
-from engine.shedding import CostModel, SheddingConfig, SheddingMatcher, arrivals, replay
+from engine.shedding import SheddingConfig, SheddingMatcher
 
 TICK = 1.0
 ROUND = 40.0  # seconds between Ganglia rounds

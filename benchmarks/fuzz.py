@@ -151,8 +151,9 @@ def check_event_file(data: bytes) -> None:
     from app.commands import CommandError
     from app.commands.match import _parse_lines, decode_line
     from engine import EventError, event_from_json
+    from engine.evaluate import StreamedMatch
     from engine.events import max_width_ticks
-    from engine.runtime.limits import Limits, StreamedMatch
+    from engine.runtime.limits import Limits
 
     widest = max_width_ticks(7.5, 0.1)
     events = []
@@ -292,9 +293,10 @@ def check_query(data: bytes) -> None:
     """``parse_query`` raises only QueryError naming the query (with line and column when the text is at fault);
     a parsed query compiles under every strategy and output mode or raises ValueError, and runs."""
     from engine import compile_query
+    from engine.evaluate import StreamedMatch
     from engine.language.ast import QueryError
     from engine.language.parser import parse_query
-    from engine.runtime.limits import Limits, StreamedMatch
+    from engine.runtime.limits import Limits
 
     text = data.decode("utf-8", "replace")
     try:

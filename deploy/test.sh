@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install (if needed), lint and run the whole test suite.  Exits non-zero on any failure, including "no tests ran".
+# Install (if needed), lint (ruff, the import contracts, mypy --strict on engine/) and run the whole test suite.
+# Exits non-zero on any failure, including "no tests ran".
 # Extra arguments go to pytest (e.g. `bash deploy/test.sh -m "not slow"`, `bash deploy/test.sh tests/test_cli.py`).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -7,6 +8,10 @@ bash "$ROOT/deploy/install.sh"
 cd "$ROOT"
 echo "==> ruff check" >&2
 "$ROOT/.venv/bin/ruff" check .
+echo "==> lint-imports (the architecture contracts of pyproject.toml)" >&2
+"$ROOT/.venv/bin/lint-imports"
+echo "==> mypy --strict engine/" >&2
+"$ROOT/.venv/bin/mypy"
 echo "==> pytest" >&2
 # pytest exits 5 when it collected no tests; with `set -e` that fails this script, as it should.
 exec "$ROOT/.venv/bin/python" -m pytest -q "$@"

@@ -5,9 +5,13 @@ The public surface:
 - :func:`engine.language.parser.parse_query` -- query text -> checked :class:`engine.language.ast.Query`
 - :func:`engine.language.packs.load_pack` / ``parse_pack`` -- YAML query pack -> :class:`engine.language.packs.Pack`
 - :func:`compile_query` -- parsed query + options -> :class:`CompiledQuery` (the NFA^b plan)
-- :class:`Matcher` -- feed events in time order, get match records (SPEC section 5)
+- :class:`Matcher` -- the NFA^b runtime: feed events in time order, get match records (SPEC section 5)
+- :func:`make_matcher` -- the evaluator a compiled query gets (:mod:`engine.evaluate`; the contract every evaluator
+  implements: :mod:`engine.evaluator`)
 - :func:`match_events` -- sort a finite list of events and match them all
 """
+
+from typing import Any
 
 from engine.events import DEFAULT_TICK, Event, EventError, event_from_json
 from engine.language.ast import QueryError
@@ -26,14 +30,18 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # The planner and runtime are imported lazily so that `import engine` (and `hcep --help`) stays cheap.
     if name in ("compile_query", "CompiledQuery"):
         from engine.plan import compiler
 
         return getattr(compiler, name)
-    if name in ("Matcher", "match_events", "make_matcher"):
+    if name == "Matcher":
         from engine.runtime import matcher
 
-        return getattr(matcher, name)
+        return matcher.Matcher
+    if name in ("match_events", "make_matcher"):
+        from engine import evaluate
+
+        return getattr(evaluate, name)
     raise AttributeError(name)

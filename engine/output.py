@@ -31,6 +31,6 @@ def key_of(value: Any) -> Any:
 _PLAIN = frozenset({str, int, float, bool})
 
 
-def return_key(values: Any) -> tuple:
+def return_key(values: Any) -> tuple[Any, ...]:
     """The key of one distinct RETURN tuple."""
     return tuple(hashable(v) for v in values)

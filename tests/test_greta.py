@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.evaluate import make_matcher, match_events
 from engine.events import Event
 from engine.greta import (
     Graph,
@@ -40,7 +41,7 @@ from engine.language.packs import load_pack
 from engine.language.parser import parse_query
 from engine.plan.choose import choose_evaluator, explain_plan
 from engine.plan.compiler import compile_query
-from engine.runtime.matcher import OutOfOrderError, make_matcher, match_events
+from engine.runtime.matcher import OutOfOrderError
 from tests.reference import reference_any
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,11 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.research import imprecise_orders as orders
+from benchmarks.research.imprecise_orders import SKEW, OrderedImpreciseMatcher, choose_order
 from engine import Event, compile_query, match_events
-from engine.imprecise import orders
-from engine.imprecise.orders import OrderedImpreciseMatcher
 from engine.language.parser import parse_query
-from engine.plan.choose import SKEW, choose_order
 from engine.runtime.matcher import sort_events
 from tests.possible_worlds import possible_worlds
 from tests.strategies import by_signature, interval_streams

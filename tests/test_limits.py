@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from engine import Event, compile_query, match_events
+from engine.evaluate import StreamedMatch, make_matcher
 from engine.language.packs import load_pack
 from engine.runtime import limits as run_limits
-from engine.runtime.limits import Limits, LimitsError, StreamedMatch, from_settings
-from engine.runtime.matcher import Matcher, make_matcher, sort_events
+from engine.runtime.limits import Limits, LimitsError, from_settings
+from engine.runtime.matcher import Matcher, sort_events
 from tests.test_hadoop_pack import HANDCHECK, PACK, SAMPLE, read_events
 
 TICK = 1.0

@@ -8,8 +8,9 @@ import random
 import pytest
 
 from engine import Event, compile_query
+from engine.evaluate import PackFeeder, make_matcher
 from engine.language.packs import load_pack
-from engine.runtime.matcher import OutOfOrderError, PackFeeder, make_matcher, sort_events
+from engine.runtime.matcher import OutOfOrderError, sort_events
 from tests.test_hadoop_pack import HANDCHECK, PACK, SAMPLE, compiled, read_events
 
 TICK = 1.0

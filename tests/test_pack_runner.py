@@ -70,8 +70,9 @@ def test_no_shedding_option() -> None:
 def test_one_pass_feeding_gives_the_records_of_feeding_every_query() -> None:
     """The runner feeds the pack through PackFeeder (shedding off) or the shedder's one-pass mode (shedding on, no
     arrival): both must give the records, in order, of feeding every query every event (Hadoop sample + hand check)."""
+    from engine.evaluate import make_matcher
     from engine.language.packs import load_pack
-    from engine.runtime.matcher import make_matcher, sort_events
+    from engine.runtime.matcher import sort_events
     from tests.test_hadoop_pack import HANDCHECK, PACK, SAMPLE, compiled, read_events
 
     pack = load_pack(PACK)

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from benchmarks import bench_shedding as bench
+from benchmarks.research.shedding_replay import CostModel, arrivals, replay
 from engine.events import Event
 from engine.language import ast
 from engine.language.packs import PackError, parse_pack
@@ -22,19 +23,16 @@ from engine.language.parser import parse_query
 from engine.plan.compiler import compile_query
 from engine.runtime.matcher import Matcher, sort_events
 from engine.shedding import (
-    CostModel,
     LatencyModel,
     OnlineFit,
     QueryModel,
     SheddingConfig,
     SheddingConfigError,
     SheddingMatcher,
-    arrivals,
     completion_and_cost,
     from_pack,
     negation_state,
     parse_shedding,
-    replay,
     state_space,
 )
 from engine.shedding.shedder import compute_levels, select_pspice, select_random

@@ -230,7 +230,7 @@ def limits_of(args: argparse.Namespace, pack: Any = None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from engine.runtime.limits import StreamedMatch
+    from engine.evaluate import StreamedMatch
 
     if getattr(args, "alerts", False):
         return run_alerts(args)
@@ -297,7 +297,7 @@ def judge(pack: Any, events: list[Any], max_delta: float = RUN_MAX_DELTA, limits
     import math
 
     from app.alerts.rules import AlertEngine
-    from app.pack_runner import PackRunner
+    from engine.evaluate import PackRunner
     from engine.runtime.matcher import sort_events
 
     tick = pack_tick(pack)

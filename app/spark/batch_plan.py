@@ -1,7 +1,9 @@
 """Planning the batch matcher's cut of the stream (see :mod:`app.spark.batch`): which queries can be partitioned by
 which attribute on this input, and how far from a group's own events a keyless event can still matter.
 
-Pure Python (no Spark): the planner works from :class:`InputStats`, one aggregation over the parsed input.
+Pure Python (no Spark): the planner works from :class:`InputStats`, one aggregation over the parsed input.  Whether
+and by what a query's stream may be cut is the engine's decision (:func:`engine.evaluate.shard_key`, the one the pack
+runner of ``hcep run`` makes too); this module only asks it with what the input guarantees.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-NFA_STRATEGIES = ("skip_till_next_match", "partition_contiguity")
-SKIP_STRATEGIES = ("skip_till_any_match", "skip_till_next_match")
+from engine.evaluate import SKIP_STRATEGIES, feed_types, shard_key
+
 #: "Unbounded" in ticks (a query without WITHIN).
 UNBOUNDED = 2**62
 #: Margin key that applies to every type (contiguity strategies: any event between two of a run matters).
@@ -84,17 +86,9 @@ class Family:
 
 
 def partition_attr(cq: Any, stats: InputStats | None) -> str | None:
-    """The attribute a query can be cut by on this input, or None (see :mod:`app.spark.batch`)."""
-    if not cq.equivalence or cq.strategy == "strict_contiguity":
-        return None
-    attr = cq.equivalence[0]
-    if stats is None:
-        return attr
-    if cq.strategy in NFA_STRATEGIES and not stats.always_keyed(cq.components[0].type, attr):
-        return None
-    if cq.output == "collapsed" and not any(stats.always_keyed(c.type, attr) for c in cq.components if not c.kleene):
-        return None
-    return attr
+    """The attribute a query can be cut by on this input, or None: :func:`engine.evaluate.shard_key` told what the
+    input's statistics guarantee (see :mod:`app.spark.batch`)."""
+    return shard_key(cq, None if stats is None else stats.always_keyed)
 
 
 def query_margins(cq: Any, attr: str, stats: InputStats | None) -> Margins:
@@ -164,6 +158,4 @@ def plan_families(compiled: Sequence[Any], stats: InputStats | None) -> list[Fam
 
 def relevant_types(cq: Any) -> frozenset[str] | None:
     """The event types a query's matcher must be fed (None: all -- a contiguity strategy sees every event)."""
-    if cq.strategy not in SKIP_STRATEGIES:
-        return None
-    return frozenset(cq.relevant_types) | frozenset(n.type for n in cq.negations)
+    return feed_types(cq)

@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from engine.events import Event
+from engine.plan.trend_template import TrendAgg
 
 __all__ = ["TrendAgg", "Layout", "MaxFirstLayout", "to_output"]
 
@@ -32,29 +32,13 @@ INF = math.inf
 _ADD_C, _ADD_VC, _MIN, _MAX = range(4)
 
 
-@dataclass(frozen=True)
-class TrendAgg:
-    """One trend aggregate: ``COUNT(*)`` (var None), ``COUNT(v)`` (attr None), ``SUM|MIN|MAX|AVG(v.attr)``."""
-
-    func: str
-    var: str | None = None
-    attr: str | None = None
-
-    @property
-    def text(self) -> str:
-        if self.var is None:
-            return "COUNT(*)"
-        inner = self.var if self.attr is None else f"{self.var}.{self.attr}"
-        return f"{self.func.upper()}({inner})"
-
-
 def _number(value: Any) -> int | float | None:
     """``value`` if it counts as a number for trend aggregates, else None."""
     kind = type(value)
     if kind is int:
-        return value
+        return int(value)
     if kind is float and math.isfinite(value):
-        return value
+        return float(value)
     return None
 
 
@@ -73,11 +57,11 @@ class Layout:
 
     def __init__(self, aggs: Sequence[TrendAgg], state_vars: Sequence[str]) -> None:
         self.aggs = tuple(aggs)
-        additive: list[tuple] = [("count", None, None)]
-        mins: list[tuple] = []
-        maxs: list[tuple] = []
+        additive: list[tuple[Any, ...]] = [("count", None, None)]
+        mins: list[tuple[Any, ...]] = []
+        maxs: list[tuple[Any, ...]] = []
 
-        def need(target: list[tuple], field: tuple) -> None:
+        def need(target: list[tuple[Any, ...]], field: tuple[Any, ...]) -> None:
             if field not in target:
                 target.append(field)
 
@@ -109,12 +93,12 @@ class Layout:
             add = operator.add
             if not mins and not maxs:
 
-                def combine(a: tuple, b: tuple) -> tuple:
+                def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
                     return tuple(map(add, a, b))
 
             else:
 
-                def combine(a: tuple, b: tuple) -> tuple:
+                def combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
                     return (*map(add, a[:na], b[:na]), *map(min, a[na:nm], b[na:nm]), *map(max, a[nm:], b[nm:]))
 
             self.add = combine
@@ -129,14 +113,14 @@ class Layout:
         return self.unit
 
     def count(self, agg: Any) -> int:
-        return agg if self.count_only else agg[0]
+        return int(agg if self.count_only else agg[0])
 
     def own(self, state: int, ev: Event) -> list[tuple[int, int, Any]] | None:
         """What ``ev`` at ``state`` adds to each of its sub-trends: ``(slot, op, value)``; None when nothing."""
         fields = self._own[state]
         if not fields:
             return None
-        deltas = []
+        deltas: list[tuple[int, int, Any]] = []
         for i, kind, attr in fields:
             if kind == "cnt":
                 deltas.append((i, _ADD_C, None))
@@ -162,7 +146,7 @@ class Layout:
         return deltas or None
 
     @staticmethod
-    def apply(pre: tuple, deltas: list[tuple[int, int, Any]]) -> tuple:
+    def apply(pre: tuple[Any, ...], deltas: list[tuple[int, int, Any]]) -> tuple[Any, ...]:
         """Add the event's own contribution to the aggregate of its sub-trends (``pre[0]`` of them)."""
         c = pre[0]
         out = list(pre)

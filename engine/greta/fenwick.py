@@ -35,7 +35,7 @@ def key_kind(value: Any) -> str | None:
     return "other"
 
 
-def domains(keys: Iterable[Any]) -> dict[str, list]:
+def domains(keys: Iterable[Any]) -> dict[str, list[Any]]:
     """The sorted distinct numbers and strings among ``keys``: the rank spaces of a :class:`RangeIndex`."""
     nums, strs = set(), set()
     for key in keys:
@@ -90,7 +90,7 @@ class RangeIndex:
 
     __slots__ = ("op", "add", "domains", "trees")
 
-    def __init__(self, keys: Iterable[Any] | dict[str, list], op: str, add: Callable[[Any, Any], Any]) -> None:
+    def __init__(self, keys: Iterable[Any] | dict[str, list[Any]], op: str, add: Callable[[Any, Any], Any]) -> None:
         """``keys``: every key that may be inserted, or their :func:`domains` (shared, never modified)."""
         if op not in ("<", "<=", ">", ">="):
             raise ValueError(f"not a range operator: {op}")

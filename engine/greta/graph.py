@@ -40,12 +40,12 @@ from typing import Any
 from engine.events import Event
 from engine.greta.aggregates import MaxFirstLayout
 from engine.greta.fenwick import RangeIndex, domains, key_kind
-from engine.greta.template import Template, Transition
 from engine.plan.predicates import KleeneCell
+from engine.plan.trend_template import Template, Transition, is_single_event
 
 __all__ = ["Graph", "EMPTY", "NO_WINDOWS", "is_single_event"]
 
-EMPTY: frozenset = frozenset()
+EMPTY: frozenset[Any] = frozenset()
 NEG_INF = -math.inf
 KEY0 = ((), EMPTY)
 
@@ -58,12 +58,12 @@ def _hashable(value: Any) -> Any:
         return json.dumps(value, sort_keys=True, default=str)
 
 
-def _compatible(a: tuple, b: tuple) -> bool:
+def _compatible(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     """No attribute bound in both keys to different values."""
     return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
 
 
-def _merge(a: tuple, b: tuple) -> tuple | None:
+def _merge(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...] | None:
     out = []
     for x, y in zip(a, b, strict=True):
         if x is None:
@@ -75,7 +75,7 @@ def _merge(a: tuple, b: tuple) -> tuple | None:
     return tuple(out)
 
 
-def _simplify(k: tuple, pending: frozenset) -> tuple | None:
+def _simplify(k: tuple[Any, ...], pending: frozenset[Any]) -> tuple[Any, ...] | None:
     """``(k, pending')``, or None when a negative trend in ``pending`` now surely cancels a trend of group ``k``.
 
     A pending negative key no longer compatible with ``k`` cannot cancel any more; one whose bound attributes are all
@@ -90,15 +90,10 @@ def _simplify(k: tuple, pending: frozenset) -> tuple | None:
     return (k, frozenset(keep) if keep else EMPTY)
 
 
-def is_single_event(tpl: Template) -> bool:
-    """A negative sub-pattern of one event type (``~Type v``): its trends are single events."""
-    return len(tpl.states) == 1 and not tpl.transitions and tpl.start == tpl.end == frozenset({0})
-
-
 class _Vertex:
     __slots__ = ("ev", "t", "ref", "ekey", "aggs", "exit_ok")
 
-    def __init__(self, ev: Event, ref: Any, ekey: tuple, aggs: dict, exit_ok: bool) -> None:
+    def __init__(self, ev: Event, ref: Any, ekey: tuple[Any, ...], aggs: dict[Any, Any], exit_ok: bool) -> None:
         self.ev = ev
         self.t = ev.t
         self.ref = ref
@@ -124,17 +119,17 @@ class _NegMatches:
 
     def __init__(self) -> None:
         self.firsts: list[float] = []
-        self.keys: list[tuple] = []
+        self.keys: list[tuple[Any, ...]] = []
         self.maxfirst = NEG_INF
 
-    def add(self, first: float, key: tuple) -> None:
+    def add(self, first: float, key: tuple[Any, ...]) -> None:
         i = bisect_right(self.firsts, first)
         self.firsts.insert(i, first)
         self.keys.insert(i, key)
         if first > self.maxfirst:
             self.maxfirst = first
 
-    def keys_after(self, t: float) -> frozenset:
+    def keys_after(self, t: float) -> frozenset[Any]:
         """Keys of the negative trends that start after ``t`` (all registered ones ended before the event)."""
         i = bisect_right(self.firsts, t)
         return frozenset(self.keys[i:]) if i < len(self.keys) else EMPTY
@@ -162,10 +157,12 @@ class _Edge:
         self.pred = tr.pred
         self.bind: list[Any] = [None] * n
         self.range = tr.range
-        self.index: dict[int, dict] = {}  # wid -> bound key -> pending -> running aggregate | RangeIndex
+        self.index: dict[int, dict[Any, Any]] = {}  # wid -> bound key -> pending -> running aggregate | RangeIndex
         self.negs = _NegMatches() if neg_mode == "scan" else None
-        self.vals: dict[tuple, list] = {}  # fenwick: event key -> the window's predecessor keys (rank domain)
-        self.domains: dict[tuple, dict] = {}  # fenwick: group -> its rank spaces (kept across negation resets)
+        # fenwick: event key -> the window's predecessor keys (rank domain); group -> its rank spaces (kept across
+        # negation resets)
+        self.vals: dict[tuple[Any, ...], list[Any]] = {}
+        self.domains: dict[tuple[Any, ...], dict[Any, Any]] = {}
 
     def to_scan(self) -> None:
         """Find predecessors by scanning; negations are then checked per edge (a reset empties no index)."""
@@ -175,7 +172,7 @@ class _Edge:
             if self.negs is None:
                 self.negs = _NegMatches()
 
-    def register(self, first: float, key: tuple) -> None:
+    def register(self, first: float, key: tuple[Any, ...]) -> None:
         """A negative trend from ``first`` finished (strictly before every later event)."""
         if self.neg_mode == "reset":
             self.index.clear()  # every indexed predecessor is earlier than ``first``: none may jump over it
@@ -183,7 +180,7 @@ class _Edge:
             self.negs.add(first, key)
 
 
-def _subkeys(key: tuple) -> list[tuple]:
+def _subkeys(key: tuple[Any, ...]) -> list[tuple[Any, ...]]:
     """Every key that ``key`` extends (each bound attribute kept or unbound): the groups compatible with it."""
     options = [(x,) if x is None else (x, None) for x in key]
     return list(itertools.product(*options))
@@ -242,12 +239,12 @@ class Graph:
         self.incoming: list[list[_Edge]] = [[e for e in self.edges if e.dst == s] for s in range(n)]
         self.outgoing: list[list[_Edge]] = [[e for e in self.edges if e.src == s and e.mode != "scan"]
                                             for s in range(n)]
-        self.store: dict[int, dict[tuple, _Bucket]] = {e.src: {} for e in self.edges if e.mode == "scan"}
+        self.store: dict[int, dict[tuple[Any, ...], _Bucket]] = {e.src: {} for e in self.edges if e.mode == "scan"}
         self.parents: list[_Edge] = []  # set on a negative sub-pattern's graph
-        self.results: dict[int, dict[tuple, Any]] = {}
+        self.results: dict[int, dict[tuple[Any, ...], Any]] = {}
         self.staged: list[tuple[int, _Vertex]] = []
         self.live: deque[float] = deque()  # vertex times, for runs_alive
-        self._subkeys: dict[tuple, list[tuple]] = {}
+        self._subkeys: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
 
     # ------------------------------------------------------------------ set-up
 
@@ -255,8 +252,9 @@ class Graph:
         """Collect the predecessor keys of the window per event key; fall back to scanning on unrankable values."""
         src, dst = self.tpl.states[edge.src], self.tpl.states[edge.dst]
         spec = edge.range
+        assert spec is not None  # a Fenwick edge has a range predicate
         bind = edge.bind
-        vals: dict[tuple, list] = {}
+        vals: dict[tuple[Any, ...], list[Any]] = {}
         for ev in events:
             if ev.type == dst.type and key_kind(spec.dst_side(self.bind0, ev)) == "other":
                 edge.to_scan()
@@ -272,11 +270,11 @@ class Graph:
                     vals.setdefault(self._ekey(ev), []).append(key)
         edge.vals = vals
 
-    def _ekey(self, ev: Event) -> tuple:
+    def _ekey(self, ev: Event) -> tuple[Any, ...]:
         attrs = ev.attrs
         return tuple(_hashable(attrs.get(a)) for a in self.attrs)
 
-    def _candidates(self, table: dict, key: tuple) -> Iterable[tuple[tuple, Any]]:
+    def _candidates(self, table: dict[Any, Any], key: tuple[Any, ...]) -> Iterable[tuple[tuple[Any, ...], Any]]:
         """Entries of ``table`` (keyed by group keys) whose key is compatible with ``key``."""
         if not self.keyed:
             entry = table.get(())
@@ -290,8 +288,9 @@ class Graph:
             return [(k, entry) for k in subs if (entry := table.get(k)) is not None]
         return [(k, entry) for k, entry in table.items() if _compatible(k, key)]
 
-    def _extend(self, bound: tuple, pending: frozenset, ekey: tuple) -> tuple | None:
+    def _extend(self, bound: tuple[Any, ...], pending: frozenset[Any], ekey: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """The vertex key of a sub-trend with group ``bound`` extended by an event with key ``ekey``."""
+        k: tuple[Any, ...] | None
         if None not in ekey:
             if not _compatible(bound, ekey):
                 return None
@@ -340,10 +339,10 @@ class Graph:
         for s, v in staged:
             self._insert(s, v)
 
-    def _compute(self, ev: Event, s: int, ekey: tuple, wids: Sequence[int]) -> _Vertex | None:
+    def _compute(self, ev: Event, s: int, ekey: tuple[Any, ...], wids: Sequence[int]) -> _Vertex | None:
         st = self.tpl.states[s]
         entry_ok = st.entry is None or bool(st.entry(self.bind0, ev))
-        pre: dict[int, dict] = {}
+        pre: dict[int, dict[Any, Any]] = {}
         if entry_ok and s in self.start:
             unit = self.layout.start(ev)
             k0 = (ekey, EMPTY)
@@ -372,7 +371,7 @@ class Graph:
             pre = {w: {k: apply(a, deltas) for k, a in d.items()} for w, d in pre.items()}
         return _Vertex(ev, ref, ekey, pre, exit_ok)
 
-    def _gather_total(self, edge: _Edge, ekey: tuple, wids: Sequence[int], pre: dict) -> None:
+    def _gather_total(self, edge: _Edge, ekey: tuple[Any, ...], wids: Sequence[int], pre: dict[Any, Any]) -> None:
         add = self.layout.add
         index = edge.index
         for w in wids:
@@ -390,7 +389,9 @@ class Graph:
                     old = pw.get(key)
                     pw[key] = agg if old is None else add(old, agg)
 
-    def _gather_fenwick(self, edge: _Edge, ev: Event, ekey: tuple, wids: Sequence[int], pre: dict) -> None:
+    def _gather_fenwick(self, edge: _Edge, ev: Event, ekey: tuple[Any, ...], wids: Sequence[int],
+                        pre: dict[Any, Any]) -> None:
+        assert edge.range is not None  # a Fenwick edge has a range predicate
         q = edge.range.dst_side(self.bind0, ev)
         if key_kind(q) is None:
             return
@@ -413,7 +414,8 @@ class Graph:
                     old = pw.get(key)
                     pw[key] = agg if old is None else add(old, agg)
 
-    def _gather_scan(self, edge: _Edge, ev: Event, ekey: tuple, wids: Sequence[int], pre: dict) -> None:
+    def _gather_scan(self, edge: _Edge, ev: Event, ekey: tuple[Any, ...], wids: Sequence[int],
+                     pre: dict[Any, Any]) -> None:
         buckets = self.store[edge.src]
         if not buckets:
             return
@@ -472,6 +474,7 @@ class Graph:
                         old = by_pending.get(pending)
                         by_pending[pending] = agg if old is None else add(old, agg)
             else:  # fenwick
+                assert edge.range is not None  # a Fenwick edge has a range predicate
                 edge.bind[s] = v.ref
                 key = edge.range.src_side(edge.bind, None)
                 if key_kind(key) is None:
@@ -512,12 +515,12 @@ class Graph:
                         old = rw.get(bound)
                         rw[bound] = agg if old is None else add(old, agg)
 
-    def _domain(self, edge: _Edge, bound: tuple) -> dict[str, list]:
+    def _domain(self, edge: _Edge, bound: tuple[Any, ...]) -> dict[str, list[Any]]:
         """The rank spaces of group ``bound``: the predecessor keys of the events whose key ``bound`` extends."""
         cached = edge.domains.get(bound)
         if cached is None:
             if not self.keyed:
-                keys: list = edge.vals.get((), [])
+                keys: list[Any] = edge.vals.get((), [])
             else:
                 keys = []
                 for k in _subkeys(bound):

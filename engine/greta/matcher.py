@@ -1,5 +1,4 @@
-"""Trend-aggregate evaluators with the engine's matcher interface: ``feed(event) -> records``, ``flush()``,
-``runs_alive()``.
+"""Trend-aggregate evaluators, each an :class:`engine.evaluator.Evaluator` (snapshots: :mod:`engine.greta.state`).
 
 Output (one record per group and window, emitted when the window closes)::
 
@@ -30,16 +29,21 @@ import dataclasses
 import itertools
 import math
 from bisect import bisect_left
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
+from engine.evaluator import Clock, Record, Stats, register
 from engine.events import Event
+from engine.greta import state
 from engine.greta.aggregates import Layout, TrendAgg, to_output
 from engine.greta.graph import Graph, _hashable
-from engine.greta.plan import GretaPlan, TrendSpec, plan_greta, trend_spec
 from engine.language import ast
+from engine.limits import Limits
 from engine.plan.compiler import CompiledQuery
+from engine.plan.trends import GretaPlan, TrendSpec, plan_greta, trend_spec
 from engine.runtime.matcher import Matcher, OutOfOrderError
+from engine.snapshot import EventCodec
 
 __all__ = ["GretaMatcher", "TrendEnumerator", "evaluate_return"]
 
@@ -96,6 +100,34 @@ class _TrendOutput:
         self.first_sec: float | None = None
         self.last_sec: float | None = None
         self.matches = 0  # records emitted
+        self.fed = 0
+        self.cq: CompiledQuery
+
+    def feed(self, ev: Event) -> list[Record]:
+        raise NotImplementedError
+
+    def feed_many(self, events: Iterable[Event]) -> list[Record]:
+        """``feed`` each event in turn: the same records."""
+        out: list[Record] = []
+        feed = self.feed
+        for ev in events:
+            got = feed(ev)
+            if got:
+                out.extend(got)
+        return out
+
+    def horizon(self, last_t: float, umax: int) -> float:
+        """The windows open at ``last_t`` started less than WITHIN before it (the NFA^b runtime's rule)."""
+        w = self.cq.window
+        if last_t == -math.inf or w is None:
+            return -math.inf
+        return math.floor(last_t) - 2 * w - 4 * umax - 1
+
+    def stats(self) -> Stats:
+        return Stats(self.fed, self.matches, self.runs_alive())
+
+    def runs_alive(self) -> int:
+        raise NotImplementedError
 
     def _seen(self, ev: Event) -> None:
         if self.first_sec is None:
@@ -109,7 +141,7 @@ class _TrendOutput:
         tick = self.spec.tick
         return round(w.start(wid) * tick, 9), round(w.end(wid) * tick, 9)
 
-    def _records(self, wid: int, groups: dict[tuple, Any]) -> list[dict]:
+    def _records(self, wid: int, groups: dict[tuple[Any, ...], Any]) -> list[dict[Any, Any]]:
         layout = self.layout
         out = []
         start, end = self._bounds(wid)
@@ -128,15 +160,16 @@ class _TrendOutput:
         self.matches += len(out)
         return out
 
-    def _emit_closed(self, results: dict[int, dict], t: float) -> list[dict]:
+    def _emit_closed(self, results: dict[int, dict[Any, Any]], t: float) -> list[dict[Any, Any]]:
         """Pop and output every window of ``results`` that ends at or before tick ``t``, in window order."""
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         end = self.windows.end
         for wid in sorted(w for w in results if end(w) <= t):
             out.extend(self._records(wid, results.pop(wid)))
         return out
 
 
+@register("greta", trends=True, strategies=("skip_till_any_match",))
 class GretaMatcher(_TrendOutput):
     """GRETA over a trend-aggregate skip_till_any_match query (see the module docstring for the records).
 
@@ -181,12 +214,13 @@ class GretaMatcher(_TrendOutput):
 
     # ------------------------------------------------------------------ interface
 
-    def feed(self, ev: Event) -> list[dict]:
+    def feed(self, ev: Event) -> list[dict[Any, Any]]:
         """Add one event (time order); return the records of the windows it closes."""
         t = ev.t
         if t < self.now:
             raise OutOfOrderError(f"event {ev.id} at tick {t} arrived after tick {self.now}")
-        out: list[dict] = []
+        self.fed += 1
+        out: list[dict[Any, Any]] = []
         if t > self.now:
             if self.batch:
                 self._run_batch()
@@ -198,7 +232,7 @@ class GretaMatcher(_TrendOutput):
             self.batch_t = t
         return out
 
-    def flush(self) -> list[dict]:
+    def flush(self) -> list[dict[Any, Any]]:
         """End of input: close every window."""
         if self.batch:
             self._run_batch()
@@ -210,6 +244,27 @@ class GretaMatcher(_TrendOutput):
             return self.graph.vertices() + len(self.batch)
         return len(self.buf_events) - self.head + len(self.batch)
 
+    def advance(self, clock: Clock) -> list[Record]:
+        """The clock moved on through events the query does not name: the windows it passed close."""
+        t = clock.t
+        if clock.fed > self.fed:
+            self.fed = clock.fed
+        if t <= self.now:
+            return []
+        if self.batch:
+            self._run_batch()
+        self.now = t
+        return self._close(t)
+
+    def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
+        return state.snapshot_greta(self, codec)
+
+    def restore(self, snap: Mapping[str, Any], codec: EventCodec | None = None) -> None:
+        state.restore_greta(self, snap, codec)
+
+    def set_limits(self, limits: Limits) -> None:
+        """GRETA's graph grows polynomially and is not bounded (:mod:`engine.runtime.limits`)."""
+
     # ------------------------------------------------------------------ incremental
 
     def _run_batch(self) -> None:
@@ -220,7 +275,7 @@ class GretaMatcher(_TrendOutput):
             self.buf_times.extend(ev.t for ev in batch)
             self.buf_events.extend(batch)
 
-    def _close(self, t: float) -> list[dict]:
+    def _close(self, t: float) -> list[dict[Any, Any]]:
         if self.graph is None:
             return self._close_deferred(t)
         graph = self.graph
@@ -240,8 +295,8 @@ class GretaMatcher(_TrendOutput):
 
     # ------------------------------------------------------------------ deferred
 
-    def _close_deferred(self, t: float) -> list[dict]:
-        out: list[dict] = []
+    def _close_deferred(self, t: float) -> list[dict[Any, Any]]:
+        out: list[dict[Any, Any]] = []
         w = self.windows
         times, events = self.buf_times, self.buf_events
         while self.head < len(times):
@@ -264,7 +319,7 @@ class GretaMatcher(_TrendOutput):
             self.head = 0
         return out
 
-    def _run_window(self, wid: int, events: list[Event]) -> list[dict]:
+    def _run_window(self, wid: int, events: list[Event]) -> list[dict[Any, Any]]:
         graph = Graph(self.template, self.layout, _OneWindow(wid, self.windows.start(wid)),
                       fast_events=events if self.fast else None)
         for _t, tick_events in itertools.groupby(events, key=lambda e: e.t):
@@ -291,10 +346,11 @@ class _OneWindow:
 class _Capture(Matcher):
     """The NFA^b runtime, handing back each match's binding and group instead of a match record."""
 
-    def _record(self, r: Any, returned: dict[str, Any]) -> Any:  # type: ignore[override]
+    def _record(self, r: Any, returned: dict[str, Any]) -> Any:
         return (list(r.bind), r.eqv)
 
 
+@register("enumerate", trends=True)
 class TrendEnumerator(_TrendOutput):
     """Two-step trend aggregation: enumerate every match with the NFA^b runtime, then aggregate per window and group.
 
@@ -308,15 +364,16 @@ class TrendEnumerator(_TrendOutput):
         self.cq = cq
         self.inner = _Capture(dataclasses.replace(cq, output="all"))
         self.kleene = [c.kleene for c in cq.components]
-        self.results: dict[int, dict[tuple, Any]] = {}
+        self.results: dict[int, dict[tuple[Any, ...], Any]] = {}
         self.trends = 0
 
-    def feed(self, ev: Event) -> list[dict]:
+    def feed(self, ev: Event) -> list[dict[Any, Any]]:
         t = ev.t
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         if t > self.now:
             out = self._emit_closed(self.results, t)
         captured = self.inner.feed(ev)  # raises OutOfOrderError on time travel
+        self.fed += 1
         self.now = t
         if ev.type in self.inner.relevant:
             self._seen(ev)
@@ -324,7 +381,7 @@ class TrendEnumerator(_TrendOutput):
             self._add(bind, eqv)
         return out
 
-    def flush(self) -> list[dict]:
+    def flush(self) -> list[dict[Any, Any]]:
         for bind, eqv in self.inner.flush():  # pragma: no cover - the precise runtime holds nothing back
             self._add(bind, eqv)
         return self._emit_closed(self.results, math.inf)
@@ -332,10 +389,35 @@ class TrendEnumerator(_TrendOutput):
     def runs_alive(self) -> int:
         return self.inner.runs_alive()
 
-    def _add(self, bind: list, eqv: tuple) -> None:
+    def advance(self, clock: Clock) -> list[Record]:
+        """The clock moved on through events the query does not name: the windows it passed close."""
+        out = self._emit_closed(self.results, clock.t) if clock.t > self.now else []
+        self.inner.advance(clock)
+        if clock.fed > self.fed:
+            self.fed = clock.fed
+        if clock.t > self.now:
+            self.now = clock.t
+        return out
+
+    def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
+        return state.snapshot_enumerator(self, codec)
+
+    def restore(self, snap: Mapping[str, Any], codec: EventCodec | None = None) -> None:
+        state.restore_enumerator(self, snap, codec)
+
+    def stats(self) -> Stats:
+        inner = self.inner.stats()
+        return Stats(self.fed, self.matches, inner.runs_alive, inner.shed, inner.dropped)
+
+    def set_limits(self, limits: Limits) -> None:
+        """The enumeration's runs are bounded like the NFA^b runtime's."""
+        self.inner.set_limits(limits)
+
+    def _add(self, bind: list[Any], eqv: tuple[Any, ...]) -> None:
         layout = self.layout
         agg = layout.unit
-        first = last = None
+        first: float | None = None
+        last: float | None = None
         for s, (kleene, b) in enumerate(zip(self.kleene, bind, strict=True)):
             for ev in b.events() if kleene else (b,):
                 if first is None:
@@ -345,6 +427,7 @@ class TrendEnumerator(_TrendOutput):
                 if deltas:
                     agg = layout.apply(agg, deltas)
         self.trends += 1
+        assert first is not None and last is not None  # a match binds at least one event
         w = self.windows
         if w.size is None:
             wids: range = range(0, 1)

@@ -33,6 +33,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from engine.events import Event
 from engine.imprecise import segments
@@ -88,7 +89,7 @@ def _pair_between(n: Event, x: int, y: int) -> float:
 
 def _predicates_hold(cq: CompiledQuery, chain: Sequence[Event]) -> bool:
     """Every predicate along a chain of one event per component (their order is the components' order)."""
-    bind: list = [None] * len(chain)
+    bind: list[Any] = [None] * len(chain)
     for comp, e in zip(cq.components, chain, strict=True):
         if comp.begin is not None and not comp.begin(bind, e):
             return False
@@ -108,7 +109,7 @@ def _forced_order(cq: CompiledQuery, assignment: Sequence[Sequence[Event]]) -> C
                 return None
             prev_hi = e.thi
         ordered.append(chain)
-    bind: list = [None] * len(cq.components)
+    bind: list[Any] = [None] * len(cq.components)
     for comp, chain in zip(cq.components, ordered, strict=True):
         for i, e in enumerate(chain):
             pred = comp.begin if i == 0 else comp.take
@@ -124,7 +125,7 @@ def _forced_order(cq: CompiledQuery, assignment: Sequence[Sequence[Event]]) -> C
     return Confidence(1.0, ordered[0][0].tlo, ordered[-1][-1].thi)
 
 
-def _shift(prefix: list, a: int, b: int) -> list:
+def _shift(prefix: list[Any], a: int, b: int) -> list[Any]:
     """``[prefix[min(i, top)] for i in range(a, b + 1)]`` (``a >= 0``) with list slicing instead of a loop."""
     top = len(prefix) - 1
     if b <= top:
@@ -179,17 +180,19 @@ def _chain_confidence(events: Sequence[Event], window: int | None, meter: segmen
     if 2 * (events[k].thi - events[k].tlo + 1) <= cut - first.tlo + 1:
         return _pivot_confidence(events, window, k)
     total = 0.0
-    start = None
+    start: int | None = None
     end = None
     for t1 in range(first.tlo, cut + 1):
         mass, t_end = _chain_mass(events, t1, t1, t1 + window)
         if mass > 0.0:
+            assert t_end is not None  # a positive mass has a last point
             total += mass
             start = t1 if start is None else start
             end = t_end if end is None else max(end, t_end)
     if cut < first.thi:
         mass, t_end = _chain_mass(events, max(first.tlo, cut + 1), first.thi, math.inf)
         if mass > 0.0:
+            assert t_end is not None  # a positive mass has a last point
             total += mass
             if start is None:
                 start = max(first.tlo, cut + 1)
@@ -317,6 +320,7 @@ def signature_confidence(
     # ticks that can lie in a match -- within W - 1 of every event's interval (the pmf stays the whole interval's).
     clip_lo, clip_hi = lo, hi
     if track_first:
+        assert window is not None  # track_first implies a window
         clip_lo = max(lo, max(e.tlo for e in events) - window + 1)
         clip_hi = min(hi, min(e.thi for e in events) + window - 1)
     spans = [(max(e.tlo, clip_lo), min(e.thi, clip_hi)) for e in events]
@@ -336,14 +340,15 @@ def signature_confidence(
 
     # state key -> [mass, min first tick, bind, j, mask, t_first, gap_x, deferred gaps]
     # key: (j, mask, kleene ends, t_first or None, gap_x or None, deferred gaps)
-    init_bind: list = [None] * m
-    states: dict[tuple, list] = {(-1, 0, (), None, None, ()): [1.0, None, init_bind, -1, 0, None, None, ()]}
+    init_bind: list[Any] = [None] * m
+    states: dict[tuple[Any, ...], list[Any]] = {
+        (-1, 0, (), None, None, ()): [1.0, None, init_bind, -1, 0, None, None, ()]}
     due = 0
     best_last: int | None = None
     best_first: int | None = None
     total = 0.0
 
-    def kleene_ends(bind: list, upto: int) -> tuple:
+    def kleene_ends(bind: list[Any], upto: int) -> tuple[Any, ...]:
         out = []
         for k in range(upto + 1):
             b = bind[k]
@@ -352,10 +357,11 @@ def signature_confidence(
         return tuple(out)
 
     for t in ticks:
-        new_states: dict[tuple, list] = {}
+        new_states: dict[tuple[Any, ...], list[Any]] = {}
 
-        def add(key: tuple, mass: float, first: int | None, bind: list, j: int, mask: int,
-                t_first: int | None, gap_x: int | None, gaps: tuple, new_states: dict = new_states) -> None:
+        def add(key: tuple[Any, ...], mass: float, first: int | None, bind: list[Any], j: int, mask: int,
+                t_first: int | None, gap_x: int | None, gaps: tuple[Any, ...],
+                new_states: dict[Any, Any] = new_states) -> None:
             cur = new_states.get(key)
             if cur is None:
                 new_states[key] = [mass, first, bind, j, mask, t_first, gap_x, gaps]

@@ -30,17 +30,21 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from engine.evaluator import Clock, Record, Stats, register
 from engine.events import Event
+from engine.imprecise import state
+from engine.imprecise.buffers import TypeBuffer
 from engine.imprecise.confidence import Confidence, _chain_confidence, signature_confidence
 from engine.imprecise.segments import Meter, WorkExceeded
+from engine.limits import Limits
 from engine.output import key_of, return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.consistency import classify, false_consistent, is_monotone
 from engine.plan.predicates import KleeneCell, Placement, compile_expr, references
+from engine.snapshot import EventCodec
 
 NEG_INF = -math.inf
 #: Transitions of the confidence DP one signature may take (about half a second): a Kleene set of a dozen mutually
@@ -57,143 +61,14 @@ class _Exhausted(Exception):
     """The enumeration of one closing event reached its bound (engine.runtime.limits)."""
 
 
-def _canon(e: Event) -> tuple:
+def _canon(e: Event) -> tuple[Any, ...]:
     return (e.tlo, e.thi, e.seq)
 
 
-class _Keyed:
-    """The events of one type and one partition key (or without the key), sorted like their type buffer."""
-
-    __slots__ = ("events", "los", "arrs")
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.los: list[int] = []
-        self.arrs: list[int] = []
-
-    def add(self, e: Event, arr: int) -> None:
-        if not self.los or e.tlo >= self.los[-1]:
-            self.events.append(e)
-            self.los.append(e.tlo)
-            self.arrs.append(arr)
-        else:
-            i = bisect_left(self.los, e.tlo + 1)
-            self.events.insert(i, e)
-            self.los.insert(i, e.tlo)
-            self.arrs.insert(i, arr)
-
-    def bounds(self, lo_from: float, hi_exclusive: float) -> tuple[int, int]:
-        los = self.los
-        i = 0 if lo_from == NEG_INF else bisect_left(los, lo_from)
-        j = len(los) if hi_exclusive == math.inf else bisect_left(los, hi_exclusive)
-        return i, j
-
-    def prune(self, min_thi: float) -> None:
-        keep = [k for k, e in enumerate(self.events) if e.thi >= min_thi]
-        if len(keep) != len(self.events):
-            self.events = [self.events[k] for k in keep]
-            self.los = [self.los[k] for k in keep]
-            self.arrs = [self.arrs[k] for k in keep]
-
-
-class _TypeBuffer:
-    """Buffered events of one type sorted by lower bound (ties in arrival order), for range look-ups by bisection,
-    and the same events indexed by the value of the query's first equivalence attribute (``key``; events without it in
-    a shared list that every key sees).  ``width`` is the widest interval seen, so that the events whose upper bound
-    can reach a floor start at or after ``floor - width``."""
-
-    __slots__ = ("events", "los", "width", "key", "keyed", "arrived")
-
-    def __init__(self, key: str | None = None) -> None:
-        self.events: list[Event] = []
-        self.los: list[int] = []
-        self.width = 0
-        self.key = key
-        self.keyed: dict[Any, _Keyed] = {}
-        self.arrived = 0
-
-    def add(self, e: Event) -> None:
-        # Arrival order is nearly lower-bound order; keep the list sorted by tlo for bisection.
-        if not self.los or e.tlo >= self.los[-1]:
-            self.events.append(e)
-            self.los.append(e.tlo)
-        else:
-            i = bisect_left(self.los, e.tlo + 1)
-            self.events.insert(i, e)
-            self.los.insert(i, e.tlo)
-        w = e.thi - e.tlo
-        if w > self.width:
-            self.width = w
-        if self.key is not None:
-            v = key_of(e.attrs.get(self.key))
-            sub = self.keyed.get(v)
-            if sub is None:
-                sub = self.keyed[v] = _Keyed()
-            sub.add(e, self.arrived)
-            self.arrived += 1
-
-    def span(self, floor: float, hi_exclusive: float) -> list[Event]:
-        """Events whose lower bound is < ``hi_exclusive`` and whose upper bound may be >= ``floor`` (a superset: the
-        caller still tests ``thi``)."""
-        los = self.los
-        i = 0 if floor == NEG_INF else bisect_left(los, floor - self.width)
-        j = len(los) if hi_exclusive == math.inf else bisect_left(los, hi_exclusive)
-        return self.events[i:j]
-
-    def span_key(self, value: Any, floor: float, hi_exclusive: float) -> list[Event]:
-        """:meth:`span` restricted to the events whose key is ``value`` or missing (``value`` not None), in the same
-        order."""
-        lo_from = NEG_INF if floor == NEG_INF else floor - self.width
-        mine = self.keyed.get(key_of(value))
-        shared = self.keyed.get(None)
-        if shared is None or not shared.events:
-            if mine is None:
-                return []
-            i, j = mine.bounds(lo_from, hi_exclusive)
-            return mine.events[i:j]
-        i2, j2 = shared.bounds(lo_from, hi_exclusive)
-        if mine is None or not mine.events:
-            return shared.events[i2:j2]
-        i1, j1 = mine.bounds(lo_from, hi_exclusive)
-        if i1 == j1:
-            return shared.events[i2:j2]
-        if i2 == j2:
-            return mine.events[i1:j1]
-        a, b = mine, shared  # merge by (tlo, arrival): the order of the type buffer
-        out = []
-        while i1 < j1 and i2 < j2:
-            if (a.los[i1], a.arrs[i1]) <= (b.los[i2], b.arrs[i2]):
-                out.append(a.events[i1])
-                i1 += 1
-            else:
-                out.append(b.events[i2])
-                i2 += 1
-        out.extend(a.events[i1:j1])
-        out.extend(b.events[i2:j2])
-        return out
-
-    def candidates(self, eqv: tuple, floor: float, hi_exclusive: float) -> list[Event]:
-        """:meth:`span`, through the key index when the key is bound in ``eqv`` (its first entry)."""
-        if self.key is not None and eqv[0] is not None:
-            return self.span_key(eqv[0], floor, hi_exclusive)
-        return self.span(floor, hi_exclusive)
-
-    def prune(self, min_thi: float) -> None:
-        gone = [e for e in self.events if e.thi < min_thi]
-        if gone:
-            self.events = [e for e in self.events if e.thi >= min_thi]
-            self.los = [e.tlo for e in self.events]
-            if self.key is not None:
-                for v in {key_of(e.attrs.get(self.key)) for e in gone}:
-                    sub = self.keyed.get(v)
-                    if sub is not None:
-                        sub.prune(min_thi)
-                        if not sub.events:
-                            del self.keyed[v]
-
-
+@register("imprecise", strategies=("skip_till_any_match",), imprecise=True, ordered=False)
 class ImpreciseMatcher:
-    """Exact possible-worlds evaluation of one skip_till_any_match query (SPEC sections 3 and 5)."""
+    """Exact possible-worlds evaluation of one skip_till_any_match query (SPEC sections 3 and 5); an
+    :class:`engine.evaluator.Evaluator` (snapshots: :mod:`engine.imprecise.state`)."""
 
     def __init__(self, cq: CompiledQuery, max_uncertainty: int = 0, *, early_filters: bool = True) -> None:
         if cq.strategy != "skip_till_any_match":
@@ -210,26 +85,26 @@ class ImpreciseMatcher:
         self.monotone = is_monotone(cq.ast)
         self.singles = self.mode == "collapsed" or (self.mode == "distinct" and is_monotone(cq.ast, returns_too=True))
         self._plan_enumeration()
-        self.buffers: dict[str, _TypeBuffer] = {}
+        self.buffers: dict[str, TypeBuffer] = {}
         key = self.attrs[0] if self.attrs else None
         for c in self.comps:
-            self.buffers.setdefault(c.type, _TypeBuffer(key))
+            self.buffers.setdefault(c.type, TypeBuffer(key))
         for neg in cq.negations:
-            self.buffers.setdefault(neg.type, _TypeBuffer(key))
+            self.buffers.setdefault(neg.type, TypeBuffer(key))
         self.last_type = self.comps[-1].type
         self.trailing = self.comps[-1].kleene
         self.pending: list[tuple[int, int, Event]] = []  # (thi, seq, closing event)
         self.now = NEG_INF
         self.umax = max_uncertainty
-        self.held: dict[Any, list] = {}  # distinct: value key -> [confidence, record, deadline]
-        self._order_failed: dict[tuple, tuple] = {}  # see _kleene_order_possible
+        self.held: dict[Any, list[Any]] = {}  # distinct: value key -> [confidence, record, deadline]
+        self._order_failed: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # see _kleene_order_possible
         self.next_deadline = math.inf  # the earliest deadline among held records
         self.wake = math.inf  # feed closes once the safe bound passes this: min(pending thi, next_deadline if held)
         # Buffers are pruned each time the safe bound has moved on by a quarter window (only memory depends on it).
         self.prune_step = max(1, self.window // 4) if self.window is not None else math.inf
         self.prune_at = NEG_INF
         self.fed = 0
-        self.emitted: set = set()
+        self.emitted: set[Any] = set()
         self.signatures = 0
         self.matches = 0
         # Dead ends (see _assign_singletons): candidates for the component before the closing one whose search found
@@ -260,10 +135,10 @@ class ImpreciseMatcher:
         kleene = {c.var for c in comps if c.kleene}
         self.singleton_order = [c.index for c in comps if not c.kleene]
         self.kleene_order = [c.index for c in comps if c.kleene]
-        self.singleton_checks: dict[int, list] = {}
-        self.kleene_filters: dict[int, list] = {}
-        self.set_filters: dict[int, list] = {}  # false-value consistent: false on all candidates -> no subset
-        self.z_filters: list = []  # true-false filters naming only a trailing Kleene variable: tried on z first
+        self.singleton_checks: dict[int, list[Any]] = {}
+        self.kleene_filters: dict[int, list[Any]] = {}
+        self.set_filters: dict[int, list[Any]] = {}  # false-value consistent: false on all candidates -> no subset
+        self.z_filters: list[Any] = []  # true-false filters naming only a trailing Kleene variable: tried on z first
         complete = Placement(None, "complete", index, {})
         negated = {n.var for n in cq.negations}
         # Components whose variable no predicate or RETURN names, with no negation beside them: their candidates
@@ -304,7 +179,7 @@ class ImpreciseMatcher:
         """Every unseen event starts at or after this tick."""
         return self.now - self.umax
 
-    def feed(self, ev: Event) -> list[dict]:
+    def feed(self, ev: Event) -> list[dict[Any, Any]]:
         tlo = ev.tlo
         now = self.now
         if tlo > now:
@@ -327,12 +202,12 @@ class ImpreciseMatcher:
             return self._close(safe)
         return []
 
-    def feed_many(self, events: Iterable[Event]) -> list[dict]:
+    def feed_many(self, events: Iterable[Event]) -> list[dict[Any, Any]]:
         """``feed`` each event in turn and concatenate the records (the same records, in the same order).
 
         An event of a type the query does not name only moves the safe bound; here that costs a few local-variable
         updates instead of a method call, which is most of a pack's per-query cost on a Hadoop stream."""
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         relevant = self.buffers
         feed = self.feed
         now, umax, fed = self.now, self.umax, self.fed
@@ -364,20 +239,25 @@ class ImpreciseMatcher:
         self.now, self.umax, self.fed = now, umax, fed
         return out
 
-    def advance(self, now: float, umax: int, fed: int) -> list[dict]:
+    def advance(self, clock: Clock) -> list[Record]:
         """What ``feed`` does for events of types the query does not name, given the clock they leave behind: the
-        largest lower bound ``now``, the widest interval ``umax`` and the events counted ``fed``
-        (:class:`engine.runtime.matcher.PackFeeder` calls it only when the safe bound passes :attr:`wake` or
-        :attr:`prune_at`, and sets the clock lazily before each ``feed``)."""
-        self.now, self.umax, self.fed = now, umax, fed
-        safe = now - umax
+        largest lower bound ``clock.now``, the widest interval ``clock.umax`` and the events counted ``clock.fed``
+        (:class:`engine.evaluate.PackFeeder` calls it only when the safe bound passes :attr:`wake` or
+        :attr:`prune_at`, and sets the clock lazily before each ``feed``).  A clock behind this one moves nothing."""
+        if clock.now > self.now:
+            self.now = clock.now
+        if clock.umax > self.umax:
+            self.umax = clock.umax
+        if clock.fed > self.fed:
+            self.fed = clock.fed
+        safe = self.now - self.umax
         if safe >= self.prune_at:
             self._prune(safe)
         if safe > self.wake:
             return self._close(safe)
         return []
 
-    def flush(self) -> list[dict]:
+    def flush(self) -> list[dict[Any, Any]]:
         out = self._close(math.inf)
         for key in list(self.held):
             out.append(self._release(key))
@@ -388,8 +268,35 @@ class ImpreciseMatcher:
     def runs_alive(self) -> int:
         return sum(len(b.events) for b in self.buffers.values())
 
-    def _close(self, safe: float) -> list[dict]:
-        out: list[dict] = []
+    def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
+        return state.snapshot(self, codec)
+
+    def restore(self, snap: Mapping[str, Any], codec: EventCodec | None = None) -> None:
+        state.restore(self, snap, codec)
+
+    def stats(self) -> Stats:
+        return Stats(self.fed, self.matches, self.runs_alive(), 0, self.truncated + self.skipped)
+
+    def horizon(self, last_t: float, umax: int) -> float:
+        """The window rule of the NFA^b runtime (a signature open at ``last_t`` started less than a window before it,
+        give or take the safe-emit delay), and a held distinct record keeps its best signature, whose start bounds
+        what can still replace it."""
+        if last_t == NEG_INF or self.window is None:
+            return NEG_INF
+        h: float = math.floor(last_t) - 2 * self.window - 4 * umax - 1
+        tick = self.cq.tick
+        for _conf, record, _deadline in self.held.values():
+            start = record.get("start")
+            if start is not None:
+                h = min(h, math.floor(start / tick) - umax - 1)
+        return h
+
+    def set_limits(self, limits: Limits) -> None:
+        self.max_signatures_per_closing = limits.runs_per_key
+        self.max_signatures_per_step = limits.runs
+
+    def _close(self, safe: float) -> list[dict[Any, Any]]:
+        out: list[dict[Any, Any]] = []
         pending = self.pending
         cap = self.max_signatures_per_step
         self._step_stop = math.inf if cap is None else self.signatures + cap
@@ -422,8 +329,8 @@ class ImpreciseMatcher:
 
     # ------------------------------------------------------------------ enumeration
 
-    def _close_event(self, z: Event, out: list[dict]) -> None:
-        self._collapse: dict[tuple, list] = {}
+    def _close_event(self, z: Event, out: list[dict[Any, Any]]) -> None:
+        self._collapse: dict[tuple[Any, ...], list[Any]] = {}
         cap = self.max_signatures_per_closing
         self._stop_at = self._step_stop if cap is None else min(self._step_stop, self.signatures + cap)
         self._work_left = self._step_work_left if cap is None else min(
@@ -439,14 +346,14 @@ class ImpreciseMatcher:
                       for k, (comp, evs) in enumerate(zip(self.comps, assignment, strict=True))]
             out.append(self._record(merged, conf))
 
-    def _enumerate_closed_by(self, z: Event, out: list[dict]) -> None:
+    def _enumerate_closed_by(self, z: Event, out: list[dict[Any, Any]]) -> None:
         """Every signature whose last component is closed by ``z``: singletons first (backwards, with early
         predicate checks), then the Kleene sets between them."""
         eqv = self._bind_eq((None,) * len(self.attrs), z)
         if eqv is None:
             return
         floor = z.tlo - self.window + 1 if self.window is not None else NEG_INF
-        assignment: list = [None] * self.m
+        assignment: list[Any] = [None] * self.m
         if not self.trailing:
             assignment[-1] = [z]
             if not self._singleton_checks_pass(self.m - 1, assignment):
@@ -460,8 +367,8 @@ class ImpreciseMatcher:
         self._assign_singletons(len(self.singleton_order) - (0 if self.trailing else 1), assignment, eqv, floor,
                                 z, out, top=True)
 
-    def _assign_singletons(self, pos: int, assignment: list, eqv: tuple, floor: float, z: Event,
-                           out: list[dict], top: bool = False) -> None:
+    def _assign_singletons(self, pos: int, assignment: list[Any], eqv: tuple[Any, ...], floor: float, z: Event,
+                           out: list[dict[Any, Any]], top: bool = False) -> None:
         """Choose the singleton components ``singleton_order[:pos]`` (backwards).
 
         At the top level (the component just before the closing event ``z``), a candidate whose search reaches no
@@ -504,8 +411,8 @@ class ImpreciseMatcher:
                 dead[id(e)] = (e, floor)
         assignment[j] = None
 
-    def _exists(self, etype: str, eqv: tuple, floor: float, after: float, before: float, used: set | None,
-                z: Event | None = None) -> bool:
+    def _exists(self, etype: str, eqv: tuple[Any, ...], floor: float, after: float, before: float,
+                used: set[Any] | None, z: Event | None = None) -> bool:
         """Is there a buffered event of ``etype`` with ``thi >= floor``, ``thi > after``, ``tlo < before``, not in
         ``used``, not ``z``, consistent with the equivalence binding ``eqv``?  (A necessary condition, by bisection.)"""
         least = floor if floor > after else after + 1
@@ -516,7 +423,7 @@ class ImpreciseMatcher:
                 return True
         return False
 
-    def _kleene_fillable(self, j: int, assignment: list, eqv: tuple, floor: float, z: Event) -> bool:
+    def _kleene_fillable(self, j: int, assignment: list[Any], eqv: tuple[Any, ...], floor: float, z: Event) -> bool:
         """After choosing singleton ``j``: can the Kleene components beside it still get an element between their
         nearest chosen neighbours?  Prunes before the remaining singletons are enumerated (Q5: no Imbalance between
         a reducer's start and end stops the search before the Balance candidates)."""
@@ -532,12 +439,12 @@ class ImpreciseMatcher:
         return True
 
     @staticmethod
-    def _undominated_first(cands: list, next_lo: int) -> list:
+    def _undominated_first(cands: list[Any], next_lo: int) -> list[Any]:
         """Distinct output, first component named nowhere: of the candidates surely before the next component, a
         later interval (both bounds no earlier) is at least as likely to keep the window -- keep the frontier."""
         before = sorted((c for c in cands if c[0].thi < next_lo), key=lambda c: (-c[0].tlo, -c[0].thi))
         keep = [c for c in cands if c[0].thi >= next_lo]
-        best_hi: dict = {}  # per equivalence binding: candidates binding different values are not comparable
+        best_hi: dict[Any, Any] = {}  # per equivalence binding: candidates binding different values are not comparable
         for c in before:
             top = best_hi.get(c[1])
             if top is None or c[0].thi > top:
@@ -545,7 +452,7 @@ class ImpreciseMatcher:
                 best_hi[c[1]] = c[0].thi
         return keep
 
-    def _kleene_order_possible(self, j: int, assignment: list, eqv: tuple, floor: float) -> bool:
+    def _kleene_order_possible(self, j: int, assignment: list[Any], eqv: tuple[Any, ...], floor: float) -> bool:
         """Threshold pruning before the remaining singletons are enumerated: once both neighbours ``l`` and ``r`` of a
         Kleene component are chosen, every signature's confidence is at most ``max_x P(l < x < r)`` over its
         candidates ``x`` (each world that matches orders every element of the set between them), so when that is
@@ -569,9 +476,10 @@ class ImpreciseMatcher:
                     or self.comps[k - 1].kleene or self.comps[k + 1].kleene:
                 continue
             lev, rev = left[0], right[0]
-            key = (k, id(lev), id(rev), eqv)
+            probe = (k, id(lev), id(rev), eqv)
+            key: tuple[Any, ...] | None = probe
             try:
-                hit = failed.get(key)
+                hit = failed.get(probe)
             except TypeError:  # an unhashable attribute value in the binding: no memory for this pair
                 key, hit = None, None
             if hit is not None and floor >= hit[0]:
@@ -593,20 +501,22 @@ class ImpreciseMatcher:
                 return False
         return True
 
-    def _upper_bound(self, j: int, assignment: list, z: Event) -> float:
+    def _upper_bound(self, j: int, assignment: list[Any], z: Event) -> float:
         """Events of component j start before the latest possible point of the next assigned component."""
         for k in range(j + 1, self.m):
             if assignment[k] is not None:
-                return min(e.thi for e in assignment[k])
+                hi: float = min(e.thi for e in assignment[k])
+                return hi
         return z.thi + 1
 
-    def _lower_bound(self, j: int, assignment: list) -> float:
+    def _lower_bound(self, j: int, assignment: list[Any]) -> float:
         for k in range(j - 1, -1, -1):
             if assignment[k] is not None:
-                return max(e.tlo for e in assignment[k])
+                lo: float = max(e.tlo for e in assignment[k])
+                return lo
         return NEG_INF
 
-    def _singleton_checks_pass(self, j: int, assignment: list) -> bool:
+    def _singleton_checks_pass(self, j: int, assignment: list[Any]) -> bool:
         """Predicates over singletons only, checked as soon as their earliest variable is chosen."""
         checks = self.singleton_checks.get(j)
         if not checks:
@@ -615,7 +525,8 @@ class ImpreciseMatcher:
                 for c, evs in zip(self.comps, assignment, strict=True)]
         return all(check(bind, None) for check in checks)
 
-    def _assign_kleene(self, assignment: list, eqv: tuple, floor: float, z: Event, out: list[dict]) -> None:
+    def _assign_kleene(self, assignment: list[Any], eqv: tuple[Any, ...], floor: float, z: Event,
+                       out: list[dict[Any, Any]]) -> None:
         bind = [evs[0] if evs is not None and not c.kleene else None
                 for c, evs in zip(self.comps, assignment, strict=True)]
         pools: list[tuple[int, list[Event], Event | None]] = []
@@ -652,8 +563,8 @@ class ImpreciseMatcher:
             pools.append((k, cands, fixed))
         self._choose_sets(0, pools, assignment, eqv, out, frozenset())
 
-    def _choose_sets(self, i: int, pools: list, assignment: list, eqv: tuple, out: list[dict],
-                     taken: frozenset) -> None:
+    def _choose_sets(self, i: int, pools: list[Any], assignment: list[Any], eqv: tuple[Any, ...],
+                     out: list[dict[Any, Any]], taken: frozenset[Any]) -> None:
         """Choose the Kleene sets ``pools[i:]``; an event goes to at most one of them (``taken``)."""
         if i == len(pools):
             self._evaluate(assignment, eqv, out)
@@ -701,7 +612,8 @@ class ImpreciseMatcher:
                     self._choose_sets(i + 1, pools, assignment, eqv, out, taken | {id(fixed)})
         assignment[k] = None
 
-    def _one_of_the_surely_inside(self, k: int, cands: list[Event], assignment: list, eqv: tuple) -> list[Event]:
+    def _one_of_the_surely_inside(self, k: int, cands: list[Event], assignment: list[Any],
+                                  eqv: tuple[Any, ...]) -> list[Event]:
         """Distinct output, a middle element named nowhere: every candidate surely between its neighbours gives the
         same confidence (order certain, window decided by other events), so one of them stands for all."""
         prev, nxt = assignment[k - 1], assignment[k + 1]
@@ -710,7 +622,7 @@ class ImpreciseMatcher:
         lo = max(e.thi for e in prev)
         hi = min(e.tlo for e in nxt)
         keep = []
-        seen: set = set()  # one per equivalence binding
+        seen: set[Any] = set()  # one per equivalence binding
         for e in cands:
             if e.tlo > lo and e.thi < hi:
                 bound = key_of(self._bind_eq(eqv, e))
@@ -720,14 +632,16 @@ class ImpreciseMatcher:
             keep.append(e)
         return keep
 
-    def _bind_set_eq(self, eqv: tuple, events: list[Event]) -> tuple | None:
+    def _bind_set_eq(self, eqv: tuple[Any, ...], events: list[Event]) -> tuple[Any, ...] | None:
+        bound = eqv
         for e in events:
-            eqv = self._bind_eq(eqv, e)
-            if eqv is None:
+            nxt = self._bind_eq(bound, e)
+            if nxt is None:
                 return None
-        return eqv
+            bound = nxt
+        return bound
 
-    def _bind_eq(self, eqv: tuple, e: Event) -> tuple | None:
+    def _bind_eq(self, eqv: tuple[Any, ...], e: Event) -> tuple[Any, ...] | None:
         if not self.attrs:
             return eqv
         new = None
@@ -743,7 +657,7 @@ class ImpreciseMatcher:
                 return None
         return eqv if new is None else tuple(new)
 
-    def _negation_candidates(self, assignment: list, eqv: tuple) -> list[list[Event]]:
+    def _negation_candidates(self, assignment: list[Any], eqv: tuple[Any, ...]) -> list[list[Event]]:
         members = {id(e) for evs in assignment for e in evs}
         bind = self._canonical_bind(assignment) if self.cq.negations else None
         out = []
@@ -761,14 +675,14 @@ class ImpreciseMatcher:
             out.append(cands)
         return out
 
-    def _eq_consistent(self, eqv: tuple, e: Event) -> bool:
+    def _eq_consistent(self, eqv: tuple[Any, ...], e: Event) -> bool:
         for i, attr in enumerate(self.attrs):
             v = e.attrs.get(attr)
             if v is not None and eqv[i] is not None and v != eqv[i]:
                 return False
         return True
 
-    def _evaluate(self, assignment: list, eqv: tuple, out: list[dict]) -> bool:
+    def _evaluate(self, assignment: list[Any], eqv: tuple[Any, ...], out: list[dict[Any, Any]]) -> bool:
         """Confidence of one complete assignment; emit or offer it.  True when it reached the threshold."""
         if self.mode == "distinct" and self.singles:
             key = self._return_key(assignment)
@@ -797,14 +711,14 @@ class ImpreciseMatcher:
             self._offer_collapsed(assignment, conf, out)
         return True
 
-    def _return_key(self, assignment: list) -> tuple:
+    def _return_key(self, assignment: list[Any]) -> tuple[Any, ...]:
         bind = self._canonical_bind(assignment)
         return return_key(fn(bind, None) for _, fn in self.cq.returns)
 
     # ------------------------------------------------------------------ output
 
-    def _canonical_bind(self, assignment: list) -> list:
-        bind: list = []
+    def _canonical_bind(self, assignment: list[Any]) -> list[Any]:
+        bind: list[Any] = []
         for comp, evs in zip(self.comps, assignment, strict=True):
             if evs is None:
                 bind.append(None)
@@ -817,15 +731,17 @@ class ImpreciseMatcher:
                 bind.append(evs[0])
         return bind
 
-    def _record(self, assignment: list, conf: Confidence) -> dict:
+    def _record(self, assignment: list[Any], conf: Confidence) -> dict[Any, Any]:
         tick = self.cq.tick
         match = {}
         for comp, evs in zip(self.comps, assignment, strict=True):
             match[comp.var] = [e.id for e in sorted(evs, key=lambda e: (e.tlo, e.thi, e.id))]
         first_ev = min((e for evs in assignment for e in evs), key=lambda e: e.tlo)
         last_ev = max((e for evs in assignment for e in evs), key=lambda e: e.thi)
-        start = first_ev.lo if conf.first_tick == first_ev.tlo else round(conf.first_tick * tick, 6)
-        end = last_ev.hi if conf.last_tick == last_ev.thi else round(conf.last_tick * tick, 6)
+        first_tick, last_tick = conf.first_tick, conf.last_tick
+        assert first_tick is not None and last_tick is not None  # a record's signature has worlds
+        start = first_ev.lo if first_tick == first_ev.tlo else round(first_tick * tick, 6)
+        end = last_ev.hi if last_tick == last_ev.thi else round(last_tick * tick, 6)
         bind = self._canonical_bind(assignment)
         return {
             "query": self.name,
@@ -836,7 +752,7 @@ class ImpreciseMatcher:
             "return": {name: fn(bind, None) for name, fn in self.cq.returns},
         }
 
-    def _offer_distinct(self, assignment: list, conf: Confidence, out: list[dict]) -> None:
+    def _offer_distinct(self, assignment: list[Any], conf: Confidence, out: list[dict[Any, Any]]) -> None:
         record = self._record(assignment, conf)
         key = return_key(record["return"].values())
         if key in self.emitted:
@@ -855,12 +771,13 @@ class ImpreciseMatcher:
         if held[0] >= 1.0:
             out.append(self._release(key))
 
-    def _release(self, key: Any) -> dict:
+    def _release(self, key: Any) -> dict[Any, Any]:
         _, record, _ = self.held.pop(key)
         self.emitted.add(key)
-        return record
+        out: dict[Any, Any] = record
+        return out
 
-    def _offer_collapsed(self, assignment: list, conf: Confidence, out: list[dict]) -> None:
+    def _offer_collapsed(self, assignment: list[Any], conf: Confidence, out: list[dict[Any, Any]]) -> None:
         """Collapsed records are gathered per closing event in :meth:`_close_event`'s caller."""
         singles = tuple(id(evs[0]) for comp, evs in zip(self.comps, assignment, strict=True) if not comp.kleene)
         group = self._collapse.get(singles)

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from math import comb
+from typing import Any
 
 from engine.events import Event
 from engine.plan.predicates import KleeneCell
@@ -83,8 +84,8 @@ class Sweep:
         self,
         events: Sequence[Event],
         comp_of: Sequence[int],
-        comps: Sequence | None,
-        final: Callable | None,
+        comps: Sequence[Any] | None,
+        final: Callable[..., Any] | None,
         meter: Meter | None = None,
     ) -> None:
         self.meter = meter if meter is not None else Meter()
@@ -99,20 +100,20 @@ class Sweep:
             self.comp_mask[j] |= 1 << i
         self.full = (1 << self.n) - 1
         self.consts = sorted({e.tlo for e in self.events} | {e.thi + 1 for e in self.events})
-        self._moves: dict[tuple, tuple | None] = {}
-        self._final_ok: dict[tuple, bool] = {}
+        self._moves: dict[tuple[Any, ...], tuple[Any, ...] | None] = {}
+        self._final_ok: dict[tuple[Any, ...], bool] = {}
         self.sweeps = 0  # how many sweeps ran (tests and benchmarks read it)
 
     # ------------------------------------------------------------------ one placement
 
-    def _move(self, key: tuple, bind: list, i: int) -> tuple | None:
+    def _move(self, key: tuple[Any, ...], bind: list[Any], i: int) -> tuple[Any, ...] | None:
         """Place event ``i`` after the state ``key``: ``(new key, new bind, completes)`` or ``None`` when the
         placement rules or a predicate forbid it."""
         memo = (key, i)
         if memo in self._moves:
             return self._moves[memo]
         j, mask = key[0], key[1]
-        out = None
+        out: tuple[Any, Any, bool] | None = None
         cj = self.comp_of[i]
         e = self.events[i]
         nmask = mask | (1 << i)
@@ -138,13 +139,12 @@ class Sweep:
                 ends = tuple((id(b.first), id(b.event)) for b in nb[: cj + 1] if isinstance(b, KleeneCell))
                 nkey = (cj, nmask, ends)
                 done = nmask == self.full
+                ok: bool | None = True
                 if done:
                     ok = self._final_ok.get(nkey)
                     if ok is None:
                         ok = self._final_ok[nkey] = self.final is None or bool(self.final(nb, None))
-                    if not ok:
-                        nkey = None
-                if nkey is not None:
+                if ok:
                     out = (nkey, nb, done)
         self._moves[memo] = out
         return out
@@ -173,7 +173,7 @@ class Sweep:
         order = sorted(cuts)
         ends = [e.thi if e.thi < dhi else dhi for e in evs]
         init = (-1, 0, ()) if self.comps is not None else (-1, 0)
-        states: dict[tuple, list] = {init: [1, [None] * len(self.comp_mask)]}
+        states: dict[tuple[Any, ...], list[Any]] = {init: [1, [None] * len(self.comp_mask)]}
         done = 0
         nseg = len(order) - 1
         move = self._move
@@ -188,7 +188,7 @@ class Sweep:
                     due |= 1 << i
             first_seg = first_at and si == 0
             last_seg = last_at and si == nseg - 1
-            new: dict[tuple, list] = {} if first_seg else {k: [v[0], v[1]] for k, v in states.items()}
+            new: dict[tuple[Any, ...], list[Any]] = {} if first_seg else {k: [v[0], v[1]] for k, v in states.items()}
             top = min(length, len(live))
             if first_seg or last_seg:
                 top = min(top, 1)
@@ -198,7 +198,7 @@ class Sweep:
             while level and k < top:
                 k += 1
                 spend(len(level) * len(live))
-                nxt: dict[tuple, list] = {}
+                nxt: dict[tuple[Any, ...], list[Any]] = {}
                 finished = 0
                 for key, (cnt, bind) in level.items():
                     mask = key[1]
@@ -242,7 +242,7 @@ def _first_points(consts: Sequence[int], span: int | None) -> list[int]:
     """Where ``f(s)`` (first point ``s``, domain ``[s, s + span]``, or ``[s, hi]`` without a window) may change
     polynomial: an interval end ``c`` meets ``s`` (``s = c``), ``s + 1`` (``s = c - 1``) or the domain's end
     (``s = c - span``, and ``c - span - 1`` where an upper bound meets it exactly)."""
-    out = []
+    out: list[int] = []
     for c in consts:
         out += (c - 1, c) if span is None else (c - span - 1, c - span, c - 1, c)
     return out
@@ -251,7 +251,7 @@ def _first_points(consts: Sequence[int], span: int | None) -> list[int]:
 def _last_points(consts: Sequence[int], span: int | None) -> list[int]:
     """Where ``g(u)`` (last point ``u``, domain ``[u - span, u]`` or ``[lo, u]``) may change polynomial: an interval
     end ``c`` meets ``u + 1``, ``u``, the point after it, or the domain's start (``u = c + span``)."""
-    out = []
+    out: list[int] = []
     for c in consts:
         out += (c - 1, c, c + 1) if span is None else (c - 1, c, c + 1, c + span)
     return out
@@ -364,7 +364,7 @@ def _ranges(starts: list[int], end: int) -> list[tuple[int, int]]:
 
 
 def signature_count(
-    cq, assignment: Sequence[Sequence[Event]], meter: Meter | None = None
+    cq: Any, assignment: Sequence[Sequence[Event]], meter: Meter | None = None
 ) -> tuple[int, int | None, int | None, int]:
     """``(matching worlds, earliest first point, latest last point, all worlds)`` of a signature without negation
     candidates, with the query's predicates (``cq`` a :class:`engine.plan.compiler.CompiledQuery`).  Raises

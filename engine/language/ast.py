@@ -7,6 +7,7 @@ Every node carries the ``line``/``column`` of its first character in the query t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -24,6 +25,8 @@ Index = Literal["i", "prev", "first", "last"] | None
 Scope = Literal["all", "before"]
 
 AggFunc = Literal["avg", "min", "max", "sum", "count", "median"]
+CompareOp = Literal["<", "<=", ">", ">=", "=", "!="]
+ArithOp = Literal["+", "-", "*", "/", "%"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ class KleeneLen(Node):
 class BinOp(Node):
     """Arithmetic: ``op`` is one of ``+ - * / %``."""
 
-    op: Literal["+", "-", "*", "/", "%"]
+    op: ArithOp
     left: Expr
     right: Expr
 
@@ -101,7 +104,7 @@ class Neg(Node):
 class Compare(Node):
     """Comparison: ``op`` is one of ``< <= > >= = !=`` (``==``, ``<>``, ``≥``, ``≤``, ``≠`` are normalised)."""
 
-    op: Literal["<", "<=", ">", ">=", "=", "!="]
+    op: CompareOp
     left: Expr
     right: Expr
 
@@ -222,7 +225,7 @@ class QueryError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
-def walk(expr: Expr):
+def walk(expr: Expr) -> Iterator[Expr]:
     """Yield ``expr`` and every sub-expression, depth first."""
     yield expr
     if isinstance(expr, (BinOp, Compare)):

@@ -168,7 +168,7 @@ class _Checker:
         if isinstance(expr, ast.TrendAggregate):
             return NUM if expr.func in ("avg", "sum", "count") else ANY
         if isinstance(expr, (ast.BinOp, ast.Neg)):
-            operands = (expr.left, expr.right) if isinstance(expr, ast.BinOp) else (expr.operand,)
+            operands: tuple[ast.Expr, ...] = (expr.left, expr.right) if isinstance(expr, ast.BinOp) else (expr.operand,)
             for operand in operands:
                 kind = self.type_of(operand)
                 if kind in (STR, BOOL):

@@ -560,10 +560,11 @@ class _PackReader:
         if scalar is None or not exc.line:
             return _mark(scalar)
         start, end = scalar.start_mark.index, scalar.end_mark.index
-        if scalar.style in ("|", ">"):
+        style = getattr(scalar, "style", None)  # a ScalarNode's; other nodes have none
+        if style in ("|", ">"):
             newline = self.text.find("\n", start, end)  # skip the block header (| or >, indicators, comment)
             start = newline + 1 if newline >= 0 else start
-        elif scalar.style in ("'", '"'):
+        elif style in ("'", '"'):
             start += 1
         target = _text_offset(text, exc.line, exc.column)
         pos = start

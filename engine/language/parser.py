@@ -12,7 +12,7 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypedDict, cast
 
 import lark
 from lark import Token, Tree
@@ -121,7 +121,7 @@ def parse_condition(text: str, name: str = "") -> ast.Expr:
     except UnexpectedInput as exc:
         _syntax_error(exc, text, name)
     builder = _Builder(text, name, names=True)
-    expr = builder.expr(tree.children[0])
+    expr: ast.Expr = builder.expr(cast(Tree[Any], tree.children[0]))
     if isinstance(expr, _Equiv):
         builder.error("an equivalence test [attr] is not an expression", expr)
     for node in ast.walk(expr):
@@ -165,19 +165,19 @@ def _expected(names: Any) -> str:
     if {"PLUS", "MINUS", "MUL_OP"} <= names:
         names -= {"PLUS", "MINUS", "MUL_OP"}
         items.add("an arithmetic operator")
-    items = sorted(items | {_describe_terminal(n) for n in names})
-    if not items:
+    shown = sorted(items | {_describe_terminal(n) for n in names})
+    if not shown:
         return ""
-    if len(items) == 1:
-        return items[0]
-    return ", ".join(items[:-1]) + " or " + items[-1]
+    if len(shown) == 1:
+        return shown[0]
+    return ", ".join(shown[:-1]) + " or " + shown[-1]
 
 
 def _syntax_error(exc: UnexpectedInput, text: str, name: str) -> NoReturn:
     """Re-raise lark's error as a QueryError that says what was expected at which token."""
     if isinstance(exc, UnexpectedToken):
         try:  # the exact set for this state; exc.expected may hold look-aheads LALR merged from other states
-            expected = _expected(exc.interactive_parser.accepts())
+            expected = _expected(exc.interactive_parser.accepts())  # type: ignore[no-untyped-call]  # lark: untyped
         except Exception:  # pragma: no cover - older lark
             expected = _expected(exc.expected)
         if exc.token.type == "$END":
@@ -211,7 +211,12 @@ class _Equiv:
     column: int
 
 
-def _pos(item: Tree | Token) -> dict[str, int]:
+class _Pos(TypedDict):
+    line: int
+    column: int
+
+
+def _pos(item: Tree[Any] | Token) -> _Pos:
     if isinstance(item, Token):
         return {"line": item.line or 0, "column": item.column or 0}
     return {"line": getattr(item.meta, "line", 0), "column": getattr(item.meta, "column", 0)}
@@ -254,7 +259,7 @@ class _Builder:
 
     # ------------------------------------------------------------------ clauses
 
-    def query(self, tree: Tree) -> tuple[ast.Query, list[tuple[str, bool, int, int]]]:
+    def query(self, tree: Tree[Any]) -> tuple[ast.Query, list[tuple[str, bool, int, int]]]:
         pattern = tree.children[0]
         components = self.components(pattern)
         where: tuple[ast.Expr, ...] = ()
@@ -265,7 +270,7 @@ class _Builder:
         aggregates: tuple[ast.ReturnItem, ...] = ()
         strategy: str | None = None
         strategy_vars: list[tuple[str, bool, int, int]] = []
-        slide_at: Tree | None = None
+        slide_at: Tree[Any] | None = None
         for clause in tree.children[1:]:
             if clause.data == "where_plain":
                 where, equivalence = self.where(clause.children[1])
@@ -274,8 +279,8 @@ class _Builder:
                 *vars_, body = clause.children[2:]
                 for var in vars_:
                     if var is not None:
-                        tok = var.children[0]
-                        strategy_vars.append((str(tok), var.data == "strat_kleene", tok.line, tok.column))
+                        tok = cast(Token, var.children[0])
+                        strategy_vars.append((str(tok), var.data == "strat_kleene", tok.line or 0, tok.column or 0))
                 if body is not None:
                     where, equivalence = self.where(body)
             elif clause.data == "within":
@@ -313,7 +318,7 @@ class _Builder:
         )
         return query, strategy_vars
 
-    def components(self, pattern: Tree) -> tuple[ast.Component, ...]:
+    def components(self, pattern: Tree[Any]) -> tuple[ast.Component, ...]:
         out = []
         for comp in pattern.children:
             if not isinstance(comp, Tree):
@@ -329,7 +334,7 @@ class _Builder:
                 out.append(ast.Component(str(type_), str(var), negated=True, **_pos(comp)))
         return tuple(out)
 
-    def where(self, tree: Tree) -> tuple[tuple[ast.Expr, ...], tuple[str, ...]]:
+    def where(self, tree: Tree[Any]) -> tuple[tuple[ast.Expr, ...], tuple[str, ...]]:
         """Split the top-level AND into conjuncts and pull out the equivalence tests."""
         expr = self.expr(tree)
         conjuncts: list[Any] = []
@@ -356,10 +361,10 @@ class _Builder:
                 shown = "[" + ", ".join(node.attrs) + "]"
                 self.error(f"an equivalence test {shown} may only appear as a top-level conjunct of WHERE", node)
 
-    def within(self, tree: Tree, keyword: str = "WITHIN") -> float:
+    def within(self, tree: Tree[Any], keyword: str = "WITHIN") -> float:
         """A duration in seconds: WITHIN's, or SLIDE's (same units)."""
         _kw, number, unit = tree.children
-        value = _number(number)
+        value = _number(cast(Token, number))
         factor = 1.0
         if unit is not None:
             factor = UNITS.get(str(unit).lower(), 0.0)
@@ -375,7 +380,7 @@ class _Builder:
             self.error(f"{keyword} must be at most {MAX_DURATION:g} seconds (about 3,170 years)", number)
         return seconds
 
-    def returns(self, tree: Tree) -> tuple[ast.ReturnItem, ...]:
+    def returns(self, tree: Tree[Any]) -> tuple[ast.ReturnItem, ...]:
         items: list[ast.ReturnItem] = []
         seen: set[str] = set()
         for item in tree.children[1:]:
@@ -384,7 +389,7 @@ class _Builder:
             self.reject_equiv(expr)
             if len(item.children) > 1:
                 label = item.children[2]
-                name = _unescape(str(label)) if label.type == "STRING" else str(label)
+                name = _unescape(str(label)) if cast(Token, label).type == "STRING" else str(label)
                 at: Any = label
             else:
                 name = _default_name(self.text[expr_tree.meta.start_pos : expr_tree.meta.end_pos])
@@ -397,7 +402,7 @@ class _Builder:
 
     # ------------------------------------------------------------------ expressions
 
-    def expr(self, tree: Tree) -> Any:
+    def expr(self, tree: Tree[Any]) -> Any:
         """An AST expression (or an _Equiv marker, rejected by the caller unless it is a top-level conjunct)."""
         kind = tree.data
         ch = tree.children
@@ -409,14 +414,15 @@ class _Builder:
         if kind == "not_":
             return ast.Not(self.expr(ch[0]), **pos)
         if kind == "compare":
-            return ast.Compare(_COMPARE_OPS[str(ch[1])], self.expr(ch[0]), self.expr(ch[2]), **pos)
+            op_c = cast(ast.CompareOp, _COMPARE_OPS[str(ch[1])])
+            return ast.Compare(op_c, self.expr(ch[0]), self.expr(ch[2]), **pos)
         if kind == "binop":
             op = _MUL_OPS.get(str(ch[1]), str(ch[1]))
-            return ast.BinOp(op, self.expr(ch[0]), self.expr(ch[2]), **pos)
+            return ast.BinOp(cast(ast.ArithOp, op), self.expr(ch[0]), self.expr(ch[2]), **pos)
         if kind == "neg":
             return ast.Neg(self.expr(ch[1]), **pos)
         if kind == "number":
-            return ast.Number(_number(ch[0]), **pos)
+            return ast.Number(_number(cast(Token, ch[0])), **pos)
         if kind == "string":
             return ast.String(_unescape(str(ch[0])), **pos)
         if kind in ("true", "false"):
@@ -441,20 +447,21 @@ class _Builder:
             func, var, scope, attr = ch
             if str(func).lower() not in AGG_FUNCS:
                 self.error(f"unknown aggregate '{func}' (expected avg, min, max, sum, count or median)", func)
-            return ast.Aggregate(str(func).lower(), str(var), self.scope(str(var), scope), str(attr), **pos)
+            func_name = cast(ast.AggFunc, str(func).lower())
+            return ast.Aggregate(func_name, str(var), self.scope(str(var), scope), str(attr), **pos)
         if kind == "trend_star":
             func, star = ch
             if str(star) != "*" or str(func).lower() != "count":
                 shown = f"{func}({star})"
                 self.error(f"unsupported aggregate '{shown}': only COUNT(*) takes '*'", tree)
-            return ast.TrendAggregate("count", **pos)
+            return ast.TrendAggregate("count", None, None, **pos)
         if kind == "trend_var":
             func, var = ch
             if str(func).lower() != "count":
                 if str(func).lower() in TREND_ATTR_FUNCS:
                     self.error(f"{func}({var}) needs an attribute: {func}({var}.attr)", tree)
                 self.error(f"unknown trend aggregate '{func}' (expected COUNT, SUM, MIN, MAX or AVG)", func)
-            return ast.TrendAggregate("count", str(var), **pos)
+            return ast.TrendAggregate("count", str(var), None, **pos)
         if kind == "trend_attr":
             func, var, attr = ch
             name = str(func).lower()
@@ -462,10 +469,10 @@ class _Builder:
                 self.error(f"COUNT takes * or a variable: COUNT(*) or COUNT({var})", tree)
             if name not in TREND_ATTR_FUNCS:
                 self.error(f"unknown trend aggregate '{func}' (expected COUNT, SUM, MIN, MAX or AVG)", func)
-            return ast.TrendAggregate(name, str(var), str(attr), **pos)
+            return ast.TrendAggregate(cast(ast.AggFunc, name), str(var), str(attr), **pos)
         raise AssertionError(f"unhandled parse tree node {kind}")  # pragma: no cover
 
-    def index(self, var: str, tree: Tree) -> ast.Index:
+    def index(self, var: str, tree: Tree[Any]) -> ast.Index:
         """``b[i]`` -> "i", ``b[i-1]`` -> "prev", ``b[1]`` -> "first", ``b[b.len]`` -> "last"."""
         ch = tree.children
         hint = f"expected {var}[i], {var}[i-1], {var}[1] or {var}[{var}.len]"
@@ -479,7 +486,7 @@ class _Builder:
             return "last"
         self.error(f"unsupported index: {hint}", tree)
 
-    def scope(self, var: str, tree: Tree | None) -> ast.Scope:
+    def scope(self, var: str, tree: Tree[Any] | None) -> ast.Scope:
         """``b[]`` -> "all"; ``b[..i-1]`` and ``b[1..i-1]`` -> "before"."""
         if tree is None:
             return "all"

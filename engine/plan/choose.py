@@ -13,9 +13,8 @@ evaluator      runs
 ``nfa``        per-match output under the other strategies: the NFA^b runtime (:class:`engine.runtime.matcher.Matcher`)
 =============  ==========================================================================================
 
-:func:`choose_order` is the rule for the imprecise-timestamp paper's run-based evaluation orders
-(:class:`engine.imprecise.orders.OrderedImpreciseMatcher`, ``order="auto"``): selectivity order when the component
-rates are skewed, query-order sorting otherwise.
+The imprecise-timestamp paper's run-based evaluation orders and their rule (``choose_order``) are research baselines:
+``benchmarks/research/imprecise_orders.py``.  :func:`engine.evaluate.make_matcher` builds the evaluator named here.
 """
 
 from __future__ import annotations
@@ -24,16 +23,9 @@ from dataclasses import dataclass
 
 from engine.plan.compiler import CompiledQuery
 
-__all__ = ["EVALUATORS", "SKEW", "Choice", "choose", "choose_evaluator", "choose_order", "explain_plan"]
+__all__ = ["EVALUATORS", "Choice", "choose", "choose_evaluator", "explain_plan"]
 
 EVALUATORS = ("greta", "enumerate", "imprecise", "nfa")
-
-#: ``choose_order`` picks selectivity order when the first component has at least this many times the events of the
-#: rarest one (digest-imprecise 7.2 and 8: sorting wins on even rates, Fig. 4(c); selectivity order on skewed rates,
-#: Fig. 4(d) and the Hadoop case study).  Calibrated by ``python3 -m benchmarks.bench_imprecise --only fig4d``
-#: (benchmarks/README.md): a tie at 8x (80:30:10), selectivity ahead by ~30 % at 110x; sorting ahead on even rates.
-SKEW = 8.0
-
 
 @dataclass(frozen=True)
 class Choice:
@@ -44,7 +36,7 @@ class Choice:
 def choose(cq: CompiledQuery) -> Choice:
     """The evaluator for ``cq`` with a one-line reason."""
     if cq.ast.aggregates:
-        from engine.greta.plan import NotGreta, plan_greta
+        from engine.plan.trends import NotGreta, plan_greta
 
         try:
             plan_greta(cq)
@@ -60,22 +52,6 @@ def choose(cq: CompiledQuery) -> Choice:
                          "midpoints")
 
 
-def choose_order(rates: list[int] | list[float]) -> tuple[str, str]:
-    """The evaluation order of :class:`engine.imprecise.orders.OrderedImpreciseMatcher` for per-component event
-    counts (or rates) ``rates``, with a one-line reason: ``selectivity`` when the first component is at least
-    :data:`SKEW` times as frequent as the rarest (sorting would start a run at every first-component event, most of
-    which expire before a rare later event comes), else ``sorting`` (runs start only at the first component and
-    events are fed once, in query order).  ``any-state`` is never chosen: it starts a run at every event of every
-    component and loses to both (Fig. 4(b)-(d))."""
-    first = rates[0] if rates else 0
-    least = min(rates, default=0)
-    if len(rates) > 1 and first > 0 and first >= SKEW * max(least, 1e-9) and least < first:
-        return "selectivity", (f"first component {first:g} events vs {least:g} for the rarest: skewed "
-                               f"(>= {SKEW:g}x), buffered first-component events expire unread")
-    return "sorting", (f"component rates {', '.join(f'{r:g}' for r in rates)}: not skewed (< {SKEW:g}x), query "
-                       "order from the first component")
-
-
 def choose_evaluator(cq: CompiledQuery) -> str:
     """``"greta"``, ``"enumerate"``, ``"imprecise"`` or ``"nfa"``."""
     return choose(cq).evaluator
@@ -87,11 +63,11 @@ def explain_plan(cq: CompiledQuery) -> str:
     lines = [cq.explain(), f"evaluator: {choice.evaluator} -- {choice.reason}"]
     if cq.ast.aggregates:
         if choice.evaluator == "greta":
-            from engine.greta.plan import plan_greta
+            from engine.plan.trends import plan_greta
 
             lines.append(plan_greta(cq).explain())
         else:
-            from engine.greta.plan import describe_windows, trend_spec
+            from engine.plan.trends import describe_windows, trend_spec
 
             spec = trend_spec(cq)
             lines.append(f"  windows: {describe_windows(spec)}")

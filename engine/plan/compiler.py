@@ -17,10 +17,11 @@ strategy.  Equivalence tests become partitioning by the first attribute plus per
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from engine.events import DEFAULT_TICK
 from engine.language import ast
+from engine.language.ast import Expr
 from engine.plan.predicates import (
     Fn,
     KleeneCell,
@@ -82,12 +83,12 @@ class CompiledQuery:
     negations: list[PlanNegation]
     equivalence: tuple[str, ...]
     final: Fn | None  # completion predicates of a trailing Kleene component
-    final_exprs: list[ast.Expr]
+    final_exprs: list[Expr]
     returns: list[tuple[str, Fn]]
     return_ready: int  # runs at a state beyond this index can already compute RETURN
     relevant_types: frozenset[str]
     forall: dict[int, str] = field(default_factory=dict)  # id(expr) -> Kleene variable iterated from outside
-    agg_slots: dict = field(default_factory=dict)  # (kleene var, attr) -> position in KleeneCell.aggs
+    agg_slots: dict[Any, Any] = field(default_factory=dict)  # (kleene var, attr) -> position in KleeneCell.aggs
 
     @property
     def text(self) -> str:
@@ -276,7 +277,7 @@ def compile_spec(spec: Any, tick: float) -> CompiledQuery:
 
 
 def _for_every_element(expr: ast.Expr, var: str, outer: Placement, index: dict[str, int],
-                       agg_slots: dict, comps: list[PlanComponent]) -> Fn:
+                       agg_slots: dict[Any, Any], comps: list[PlanComponent]) -> Fn:
     """A predicate iterating ``var[i]`` evaluated where a later variable is known: it must hold for every element
     (for i >= 2 when it names ``var[i-1]``/``var[..i-1]``), in the elements' order."""
     k = index[var]
@@ -289,7 +290,7 @@ def _for_every_element(expr: ast.Expr, var: str, outer: Placement, index: dict[s
     def every(bind: Any, cur: Any) -> bool:
         b = list(bind)
         if outer_comp is not None and cur is not None:
-            b[j] = KleeneCell(cur, None, outer_comp.aggs_step(None, cur)) if outer_comp.kleene else cur
+            b[cast(int, j)] = KleeneCell(cur, None, outer_comp.aggs_step(None, cur)) if outer_comp.kleene else cur
         chain = []
         cell = bind[k]
         while cell is not None:
@@ -338,7 +339,7 @@ def _check_collapsible(cq: CompiledQuery) -> None:
     for expr in list(q.where):
         refs = references(expr)
         for var, forms in refs.items():
-            comp = next((c for c in comps if c.var == var), None)
-            if comp is not None and comp.kleene and forms & COMPLETE_FORMS:
+            named = next((c for c in comps if c.var == var), None)
+            if named is not None and named.kleene and forms & COMPLETE_FORMS:
                 raise _error(q, expr, f"output 'collapsed' cannot check a predicate over the whole set {var}[]: "
                                       "its truth depends on the subset")

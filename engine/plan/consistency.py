@@ -21,17 +21,17 @@ from engine.language import ast
 from engine.plan.predicates import references
 
 TRANSITIVE = {"<", "<=", ">", ">=", "="}
-AGG_FOR = {">": "max", ">=": "max", "<": "min", "<=": "min"}
+AGG_FOR: dict[str, ast.AggFunc] = {">": "max", ">=": "max", "<": "min", "<=": "min"}
+_FLIP: dict[str, ast.CompareOp] = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def _is_prev_comparison(expr: ast.Expr, var: str) -> bool:
     """``b[i].x op b[i-1].x`` (either side) with a transitive op on one attribute."""
     if not isinstance(expr, ast.Compare) or expr.op not in TRANSITIVE:
         return False
-    sides = (expr.left, expr.right)
-    if not all(isinstance(s, ast.AttrRef) and s.var == var for s in sides):
+    left, right = expr.left, expr.right
+    if not (isinstance(left, ast.AttrRef) and isinstance(right, ast.AttrRef) and left.var == var == right.var):
         return False
-    left, right = sides
     return {left.index, right.index} == {"i", "prev"} and left.attr == right.attr
 
 
@@ -60,7 +60,7 @@ def rewrite_previous(expr: ast.Expr) -> ast.Expr:
     if not (isinstance(left, ast.AttrRef) and isinstance(right, ast.AttrRef)):
         return expr
     if left.index == "prev" and right.index == "i":
-        flipped = {">": "<", ">=": "<=", "<": ">", "<=": ">="}[expr.op]
+        flipped: ast.CompareOp = _FLIP[expr.op]
         return rewrite_previous(ast.Compare(flipped, right, left, line=expr.line, column=expr.column))
     if left.index != "i" or right.index != "prev" or left.var != right.var or left.attr != right.attr:
         return expr
@@ -69,7 +69,6 @@ def rewrite_previous(expr: ast.Expr) -> ast.Expr:
 
 
 _GROWS = {"max": "up", "count": "up", "min": "down"}
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def false_consistent(expr: ast.Expr, var: str) -> bool:
@@ -83,7 +82,10 @@ def false_consistent(expr: ast.Expr, var: str) -> bool:
         left, right, op = right, left, _FLIP[op]
     if not _is_set_measure(left, var) or var in references(right):
         return False
-    grows = "up" if isinstance(left, ast.KleeneLen) else _GROWS.get(left.func)
+    if isinstance(left, ast.KleeneLen):
+        grows: str | None = "up"
+    else:
+        grows = _GROWS.get(left.func) if isinstance(left, ast.Aggregate) else None
     return (grows == "up" and op in (">", ">=")) or (grows == "down" and op in ("<", "<="))
 
 

@@ -37,8 +37,9 @@ class KleeneCell:
     # along a chain, each new cell inserting its id where it sorts (engine.runtime.matcher._kleene_ids).
     # ``lo``/``hi``: the earliest lower bound and latest upper bound of the binding so far (the record's start/end).
     __slots__ = ("event", "prev", "length", "first", "aggs", "ids", "lo", "hi")
+    ids: list[Any]  # set by the record builder, never by the constructor
 
-    def __init__(self, event: Event, prev: KleeneCell | None, aggs: tuple) -> None:
+    def __init__(self, event: Event, prev: KleeneCell | None, aggs: tuple[Any, ...]) -> None:
         self.event = event
         self.prev = prev
         if prev is None:
@@ -64,7 +65,7 @@ class KleeneCell:
         return out
 
 
-def _fold(entry: tuple | None, value: Any) -> tuple | None:
+def _fold(entry: tuple[Any, ...] | None, value: Any) -> tuple[Any, ...] | None:
     """Add ``value`` to a running ``(sum, count, min, max)``; a sum over non-numbers becomes ``None``."""
     if value is None:
         return entry
@@ -87,14 +88,14 @@ def _fold(entry: tuple | None, value: Any) -> tuple | None:
     return (s, n + 1, lo, hi)
 
 
-def make_aggs_step(attrs: tuple[str, ...]) -> Callable[[tuple | None, Event], tuple]:
+def make_aggs_step(attrs: tuple[str, ...]) -> Callable[[tuple[Any, ...] | None, Event], tuple[Any, ...]]:
     """Return ``step(prev_aggs, event) -> aggs`` folding ``event``'s values of ``attrs`` into the running tuples."""
     if not attrs:
         return lambda prev, ev: ()
     if len(attrs) == 1 and attrs[0] != "ts":
         (attr,) = attrs
 
-        def step1(prev: tuple | None, ev: Event) -> tuple:
+        def step1(prev: tuple[Any, ...] | None, ev: Event) -> tuple[Any, ...]:
             # One aggregated attribute (the Hadoop pack's case), numbers so far: the fold inline.
             v = ev.attrs.get(attr)
             entry = None if prev is None else prev[0]
@@ -109,7 +110,7 @@ def make_aggs_step(attrs: tuple[str, ...]) -> Callable[[tuple | None, Event], tu
 
         return step1
 
-    def step(prev: tuple | None, ev: Event) -> tuple:
+    def step(prev: tuple[Any, ...] | None, ev: Event) -> tuple[Any, ...]:
         if prev is None:
             prev = (None,) * len(attrs)
         return tuple(_fold(entry, ev.get(a)) for entry, a in zip(prev, attrs, strict=True))
@@ -117,7 +118,7 @@ def make_aggs_step(attrs: tuple[str, ...]) -> Callable[[tuple | None, Event], tu
     return step
 
 
-def _agg_value(func: str, entry: tuple | None) -> Any:
+def _agg_value(func: str, entry: tuple[Any, ...] | None) -> Any:
     if entry is None:
         return 0 if func == "count" else None
     s, n, lo, hi = entry

@@ -21,86 +21,33 @@ bounds are lossy on purpose, counted, and set high enough never to bind on the H
 The pSPICE shedder (:mod:`engine.shedding`) still drops partial matches on latency; these bounds are the memory floor
 under it.  Pack settings (``settings.limits: {runs_per_key: N, runs: N}``, ``null`` for no bound) set them per pack;
 ``hcep match`` and ``hcep run`` override them with ``--max-runs-per-key`` and ``--max-runs``.
+
+The bounds reach an evaluator through :meth:`engine.evaluator.Evaluator.set_limits` (:func:`apply`) and its drops come
+back in :meth:`~engine.evaluator.Evaluator.stats` (:func:`dropped`); :func:`enforce` is the NFA^b runtime's part.
+The configuration itself is :mod:`engine.limits` (re-exported here).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from engine.evaluator import Evaluator
+from engine.limits import DEFAULT_RUNS, DEFAULT_RUNS_PER_KEY, Limits, LimitsError, from_settings
 from engine.output import key_of
 
-DEFAULT_RUNS_PER_KEY = 20_000
-DEFAULT_RUNS = 200_000
+__all__ = ["DEFAULT_RUNS", "DEFAULT_RUNS_PER_KEY", "Limits", "LimitsError", "apply", "dropped", "enforce",
+           "from_settings"]
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Bounds on partial matches per partition key and per query; ``None``: unbounded."""
-
-    runs_per_key: int | None = DEFAULT_RUNS_PER_KEY
-    runs: int | None = DEFAULT_RUNS
-
-    def with_overrides(self, runs_per_key: int | None = None, runs: int | None = None) -> Limits:
-        """Command-line values (``0``: unbounded) over these."""
-
-        def pick(option: int | None, current: int | None) -> int | None:
-            if option is None:
-                return current
-            return None if option == 0 else option
-
-        return Limits(pick(runs_per_key, self.runs_per_key), pick(runs, self.runs))
-
-
-class LimitsError(ValueError):
-    """A bad ``settings.limits`` value; the message names the key."""
-
-
-def from_settings(settings: Mapping[str, Any] | None) -> Limits:
-    """The :class:`Limits` of a pack's ``settings`` (``limits: {runs_per_key, runs}``), defaults for what is absent."""
-    raw = (settings or {}).get("limits")
-    if raw is None:
-        return Limits()
-    if not isinstance(raw, Mapping):
-        raise LimitsError(f"settings.limits must be a mapping, got {type(raw).__name__}")
-    unknown = sorted(str(k) for k in raw if k not in ("runs_per_key", "runs"))
-    if unknown:
-        raise LimitsError(f"settings.limits: unknown key(s) {', '.join(unknown)} (known: runs_per_key, runs)")
-    values: dict[str, int | None] = {}
-    for key, default in (("runs_per_key", DEFAULT_RUNS_PER_KEY), ("runs", DEFAULT_RUNS)):
-        value = raw.get(key, default)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise LimitsError(f"settings.limits.{key} must be an integer >= 1 or null (unbounded), got {value!r}")
-        values[key] = value
-    return Limits(values["runs_per_key"], values["runs"])
-
-
-def _targets(matcher: Any) -> list[Any]:
-    """The objects that hold partial matches inside ``matcher`` (a trend enumerator's inner NFA^b runtime)."""
-    inner = getattr(matcher, "inner", None)
-    return [inner] if inner is not None and hasattr(inner, "pools") else [matcher]
-
-
-def apply(matcher: Any, limits: Limits) -> Any:
-    """Set ``limits`` on ``matcher`` (as :func:`engine.runtime.matcher.make_matcher` makes it); returns it."""
-    for m in _targets(matcher):
-        if hasattr(m, "pools"):
-            m.max_runs_per_key = limits.runs_per_key
-            m.max_runs = limits.runs
-            caps = [c for c in (limits.runs_per_key, limits.runs) if c is not None]
-            m.limit_at = min(caps) if caps else float("inf")
-        elif hasattr(m, "max_signatures_per_closing"):
-            m.max_signatures_per_closing = limits.runs_per_key
-            m.max_signatures_per_step = limits.runs
+def apply(matcher: Evaluator, limits: Limits) -> Any:
+    """Set ``limits`` on ``matcher`` (any :class:`~engine.evaluator.Evaluator`); returns it."""
+    matcher.set_limits(limits)
     return matcher
 
 
-def dropped(matcher: Any) -> int:
+def dropped(matcher: Evaluator) -> int:
     """Partial matches the bounds dropped so far: runs (NFA^b) or enumerations cut short (possible worlds)."""
-    return sum(
-        getattr(m, "dropped_runs", 0) + getattr(m, "truncated", 0) + getattr(m, "skipped", 0) for m in _targets(matcher)
-    )
+    return matcher.stats().dropped
 
 
 def enforce(m: Any, ev: Any) -> None:
@@ -134,39 +81,3 @@ def enforce(m: Any, ev: Any) -> None:
             del pools[k]
     m.alive -= removed
     m.dropped_runs += removed
-
-
-class StreamedMatch:
-    """:func:`engine.runtime.matcher.match_events` as a generator under ``limits``: iterate it for the records in the
-    same order, each as soon as it completes, so that an exponential output is written out instead of held; then
-    :meth:`dropped` gives what the bounds dropped per query."""
-
-    def __init__(self, queries: Iterable[Any], events: Iterable[Any], limits: Limits | None = None) -> None:
-        self.cqs = list(queries)
-        self.events = events
-        self.limits = limits if limits is not None else Limits()
-        self.matchers: list[Any] = []
-
-    def __iter__(self) -> Iterator[dict]:
-        from engine.runtime.matcher import make_matcher, sort_events
-
-        ordered = sort_events(self.events)
-        widest = max((e.thi - e.tlo for e in ordered), default=0)
-        self.matchers = [apply(make_matcher(cq, widest), self.limits) for cq in self.cqs]
-        matchers = self.matchers
-        for ev in ordered:
-            for m in matchers:
-                got = m.feed(ev)
-                if got:
-                    yield from got
-        for m in matchers:
-            yield from m.flush()
-
-    def dropped(self) -> dict[str, int]:
-        """Per query name with drops: runs dropped or enumerations cut short."""
-        out = {}
-        for cq, m in zip(self.cqs, self.matchers, strict=False):
-            n = dropped(m)
-            if n:
-                out[cq.name] = n
-        return out

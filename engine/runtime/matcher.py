@@ -6,58 +6,43 @@ digest-nfab section 7).  Runs live in pools keyed by the value of the query's fi
 carrying that attribute visits its own pool and the pool of still-unbound runs, an event lacking it (a cluster-wide
 Ganglia event) visits every pool.  Runs die when their window has passed; pools of keys gone quiet are swept.
 
-Events must be fed in time order (``Event.t``, ties in input order); :func:`match_events` sorts a finite list.
+Events must be fed in time order (``Event.t``, ties in input order); :func:`sort_events` sorts a finite list.
 Events with intervals are evaluated at their midpoint here; exact confidence comes from ``engine.imprecise``.
-``feed_many`` takes a batch (the same records as ``feed`` per event); :class:`PackFeeder` feeds a whole query pack
-in one pass, each event only to the matchers that name its type.
+``feed_many`` takes a batch (the same records as ``feed`` per event).  The class implements
+:class:`engine.evaluator.Evaluator` and :class:`engine.evaluator.Sheddable`; its snapshots: :mod:`engine.runtime.state`.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from engine.evaluator import Clock, Record, Stats, register
 from engine.events import Event
 from engine.language.ast import Aggregate, walk
+from engine.limits import Limits
 from engine.output import key_of, return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.predicates import KleeneCell, references
+from engine.runtime import state
+from engine.runtime.limits import enforce
+from engine.runtime.run import OutOfOrderError, Run
+from engine.snapshot import EventCodec
+
+__all__ = ["KleeneIds", "Matcher", "OutOfOrderError", "Run", "sort_events"]
 
 SWEEP_EVERY = 4096
 _UNHASHABLE = (list, dict)
 NEG_INF = -math.inf
 
 
-class Run:
-    """One partial match: the component it waits at (``k``), whether that Kleene component has elements (``kin``),
-    the binding, the first/last selected times and the equivalence values bound so far (``eqv``)."""
-
-    __slots__ = ("k", "kin", "bind", "t_first", "t_last", "t_prev", "eqv")
-
-    def __init__(self, k: int, kin: bool, bind: list, t_first: float, t_last: float, t_prev: float,
-                 eqv: tuple) -> None:
-        self.k = k
-        self.kin = kin
-        self.bind = bind
-        self.t_first = t_first
-        self.t_last = t_last
-        self.t_prev = t_prev
-        self.eqv = eqv
-
-    def clone(self) -> Run:
-        return Run(self.k, self.kin, self.bind.copy(), self.t_first, self.t_last, self.t_prev, self.eqv)
-
-
-class OutOfOrderError(ValueError):
-    """An event older than one already fed: the precise runtime needs time order (see the service's watermark)."""
-
-
+@register("nfa")
 class Matcher:
     """Incremental evaluation of one compiled query: :meth:`feed` events in time order, collect match records."""
 
-    def __init__(self, cq: CompiledQuery) -> None:
+    def __init__(self, cq: CompiledQuery, max_uncertainty: int = 0) -> None:
         self.cq = cq
         self.name = cq.name
         self.comps = cq.components
@@ -72,17 +57,17 @@ class Matcher:
         self.partitioned = bool(self.attrs) and cq.strategy != "strict_contiguity"
         # Attributes checked per run: with pools, the first is implied by the pool.
         self.check_attrs = tuple(enumerate(self.attrs))[1:] if self.partitioned else tuple(enumerate(self.attrs))
-        self.attr0 = self.attrs[0] if self.attrs else None
+        self.attr0 = self.attrs[0] if self.attrs else ""  # read only when partitioned (attrs non-empty)
         # Irrelevant types change nothing under the skipping strategies; contiguity strategies must see them.
         self.skip_irrelevant = cq.strategy in ("skip_till_any_match", "skip_till_next_match")
         self.relevant = cq.relevant_types
         self.neg_types = {neg.type for neg in cq.negations}
-        self.neg_buf: dict[str, tuple[list, list]] = {t: ([], []) for t in self.neg_types}
+        self.neg_buf: dict[str, tuple[list[Any], list[Any]]] = {t: ([], []) for t in self.neg_types}
         self.pools: dict[Any, list[Run]] = {}
         self.alive = 0  # runs in the pools, kept by every change to them (a shedder reads it per event)
         self.now = NEG_INF
         self.fed = 0
-        self.emitted: set = set()
+        self.emitted: set[Any] = set()
         self.matches = 0
         self._future = self._future_forms() if self.distinct and self.any else None
         self._step = self._step_any if self.any else self._step_next
@@ -101,7 +86,7 @@ class Matcher:
 
     # ------------------------------------------------------------------ public
 
-    def feed(self, ev: Event) -> list[dict]:
+    def feed(self, ev: Event) -> list[dict[Any, Any]]:
         """Process one event; return the match records it completes, in order of completion."""
         t = ev.t
         if t < self.now:
@@ -117,7 +102,7 @@ class Matcher:
             ts, evs = self.neg_buf[etype]
             ts.append(t)
             evs.append(ev)
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         pools = self.pools
         if self.partitioned:
             x = ev.attrs.get(self.attr0)
@@ -146,14 +131,12 @@ class Matcher:
         if etype == self.first_type:
             self._start(ev, t, out)
         if self.alive > self.limit_at:
-            from engine.runtime.limits import enforce
-
             enforce(self, ev)
         if out:
             self.matches += len(out)
         return out
 
-    def _step_pools(self, keys: Iterable, ev: Event, t: float, out: list[dict]) -> None:
+    def _step_pools(self, keys: Iterable[Any], ev: Event, t: float, out: list[dict[Any, Any]]) -> None:
         """Step the runs of the pools ``keys``; runs of the unbound pool that bound the key move to its pool."""
         pools = self.pools
         moved: list[Run] = []
@@ -178,14 +161,14 @@ class Matcher:
         for r in moved:
             pools.setdefault(key_of(r.eqv[0]), []).append(r)
 
-    def feed_many(self, events: Iterable[Event]) -> list[dict]:
+    def feed_many(self, events: Iterable[Event]) -> list[dict[Any, Any]]:
         """``feed`` each event in turn and concatenate the records (the same records, in the same order).
 
         Under the skipping strategies an event of a type the query does not name only moves the clock (and counts
         towards the periodic sweep); here that costs a few local-variable updates instead of a method call."""
         if not self.skip_irrelevant:
             return [r for ev in events for r in self.feed(ev)]
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         slow = self.relevant | self.neg_types
         feed = self.feed
         now, fed = self.now, self.fed
@@ -209,18 +192,54 @@ class Matcher:
         self.now, self.fed = now, fed
         return out
 
-    def flush(self) -> list[dict]:
+    def flush(self) -> list[dict[Any, Any]]:
         """End of input: nothing is held back by the precise runtime."""
         return []
 
     def runs_alive(self) -> int:
         return sum(len(runs) for runs in self.pools.values())
 
+    # ------------------------------------------------------------------ the rest of the evaluator contract
+
+    def advance(self, clock: Clock) -> list[Record]:
+        """The clock moved on through events this query does not name: records only ever complete on an event, but
+        the clock moves (so an older event is refused) and runs past their window are swept as ``feed_many`` would."""
+        if clock.t > self.now:
+            self.now = clock.t
+        if clock.fed > self.fed:
+            crossed = clock.fed // SWEEP_EVERY > self.fed // SWEEP_EVERY
+            self.fed = clock.fed
+            if crossed:
+                self.sweep()
+        return []
+
+    def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
+        return state.snapshot(self, codec)
+
+    def restore(self, snap: Mapping[str, Any], codec: EventCodec | None = None) -> None:
+        state.restore(self, snap, codec)
+
+    def stats(self) -> Stats:
+        return Stats(self.fed, self.matches, self.alive, self.shed_runs, self.dropped_runs)
+
+    def horizon(self, last_t: float, umax: int) -> float:
+        """A run open at ``last_t`` started less than a window before it; ``2 W + 4 U`` covers the midpoint order of
+        imprecise events on both sides (the rule ``app.checkpoint`` documents)."""
+        if last_t == NEG_INF or self.window is None:
+            return NEG_INF
+        return math.floor(last_t) - 2 * self.window - 4 * umax - 1
+
+    def set_limits(self, limits: Limits) -> None:
+        self.max_runs_per_key = limits.runs_per_key
+        self.max_runs = limits.runs
+        caps = [c for c in (limits.runs_per_key, limits.runs) if c is not None]
+        self.limit_at = min(caps) if caps else math.inf
+
     # ------------------------------------------------------------------ load-shedding hook (engine.shedding)
     # Used only by engine.shedding.SheddingMatcher, between two feed() calls; feed() itself is unchanged and none of
     # these run unless a shedder calls them.
 
-    def visit_keys(self, ev: Event) -> list:
+    def visit_keys(self, ev: Event) -> list[Any]:
         """The pools :meth:`feed` would step for ``ev`` (mirrors its routing): the runs this event is matched against,
         which a per-event latency guard may thin out before the event is processed."""
         if self.skip_irrelevant and ev.type not in self.relevant:
@@ -238,7 +257,7 @@ class Matcher:
         pools = self.pools
         return sum(len(pools[k]) for k in self.visit_keys(ev))
 
-    def shed(self, drop: Callable[[Run], bool], keys: Iterable | None = None) -> int:
+    def shed(self, drop: Callable[[Run], bool], keys: Iterable[Any] | None = None) -> int:
         """Remove the runs ``drop`` selects from the pools ``keys`` (default: all); return how many.
 
         Only partial matches go: negation candidates (``neg_buf``) and the ``emitted`` set of distinct output are left
@@ -261,7 +280,7 @@ class Matcher:
         self.alive -= removed
         return removed
 
-    def observe(self, callback: Callable[[Run, int, bool, list, int, int], None] | None) -> None:
+    def observe(self, callback: Callable[[Run, int, bool, list[Any], int, int], None] | None) -> None:
         """Install (``None``: remove) an observer of run steps, for learning pSPICE's transition statistics.
 
         After each step of a run ``r`` the callback gets ``(r, k, kin, kept, n0, completed)``: the run's state before
@@ -274,7 +293,7 @@ class Matcher:
             self._step = raw
             return
 
-        def step(r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+        def step(r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
             k, kin, n0, o0 = r.k, r.kin, len(kept), len(out)
             raw(r, ev, t, kept, out)
             callback(r, k, kin, kept, n0, len(out) - o0)
@@ -329,7 +348,7 @@ class Matcher:
         if new is not None:
             r.eqv = tuple(new)
 
-    def _start(self, ev: Event, t: float, out: list[dict]) -> None:
+    def _start(self, ev: Event, t: float, out: list[dict[Any, Any]]) -> None:
         c0 = self.comps[0]
         if ev.type != c0.type:
             return
@@ -343,7 +362,7 @@ class Matcher:
         for run in kept:
             self.pools.setdefault(key_of(run.eqv[0]) if self.partitioned else None, []).append(run)
 
-    def _advance(self, r: Run, k: int, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+    def _advance(self, r: Run, k: int, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
         """Bind ``ev`` as the (first element of the) component ``k``: the begin edge."""
         comp = self.comps[k]
         if comp.kleene:
@@ -365,7 +384,7 @@ class Matcher:
                 r.k = k + 1
             kept.append(r)
 
-    def _take(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+    def _take(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
         """Append ``ev`` to the Kleene component the run is building: the take edge."""
         k = r.k
         prev = r.bind[k]
@@ -384,7 +403,7 @@ class Matcher:
             kept.append(r)  # an event of another partition
         # strict contiguity, or partition contiguity on an event of the run's own partition: the run dies
 
-    def _step_next(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+    def _step_next(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
         """skip_till_next_match, partition_contiguity, strict_contiguity: one deterministic move, or a split.
 
         These strategies read the stream in its (tick, arrival) order (SPEC section 4): every event fed after the
@@ -415,7 +434,7 @@ class Matcher:
         else:
             self._ignore(r, ev, kept)
 
-    def _step_any(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict]) -> None:
+    def _step_any(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
         """skip_till_any_match: every qualifying event is both taken (a clone) and ignored (the run itself).
 
         In collapsed mode a Kleene component takes every qualifying event in place (one maximal set per run) and a
@@ -496,8 +515,9 @@ class Matcher:
         """Keep one run per future-equivalent class (the youngest start lives longest), drop runs whose RETURN value
         was already output: distinct output needs one signature per value, not all of them."""
         table = self._future
+        assert table is not None  # merging is for distinct output under skip_till_any_match only
         ready = self.cq.return_ready
-        seen: dict[tuple, int] = {}
+        seen: dict[tuple[Any, ...], int] = {}
         out: list[Run] = []
         for r in runs:
             if ready < r.k and self._return_key(r) in self.emitted:
@@ -517,12 +537,12 @@ class Matcher:
                 else:
                     parts.append(b.aggs)
             key = tuple(parts)
-            j = seen.get(key)
-            if j is None:
+            at = seen.get(key)
+            if at is None:
                 seen[key] = len(out)
                 out.append(r)
-            elif r.t_first > out[j].t_first:
-                out[j] = r
+            elif r.t_first > out[at].t_first:
+                out[at] = r
         return out
 
     # ------------------------------------------------------------------ completion
@@ -564,10 +584,10 @@ class Matcher:
                     return False
         return True
 
-    def _return_key(self, r: Run) -> tuple:
+    def _return_key(self, r: Run) -> tuple[Any, ...]:
         return return_key(fn(r.bind, None) for _, fn in self.cq.returns)
 
-    def _complete(self, r: Run, out: list[dict]) -> None:
+    def _complete(self, r: Run, out: list[dict[Any, Any]]) -> None:
         cq = self.cq
         if cq.final is not None and not cq.final(r.bind, None):
             return
@@ -581,7 +601,7 @@ class Matcher:
             self.emitted.add(key)
         out.append(self._record(r, returned))
 
-    def _record(self, r: Run, returned: dict[str, Any]) -> dict:
+    def _record(self, r: Run, returned: dict[str, Any]) -> dict[Any, Any]:
         match: dict[str, list[str]] = {}
         lo = math.inf
         hi = NEG_INF
@@ -614,7 +634,7 @@ class Matcher:
         }
 
 
-class KleeneIds(Sequence):
+class KleeneIds(Sequence[Any]):
     """The ids of a Kleene binding in SPEC order, built on first use (:attr:`Matcher.lazy_ids`)."""
 
     __slots__ = ("cell", "_ids")
@@ -633,10 +653,10 @@ class KleeneIds(Sequence):
     def __len__(self) -> int:
         return self.cell.length
 
-    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+    def __getitem__(self, i: Any) -> Any:
         return self._list()[i]
 
-    def __iter__(self):  # type: ignore[no-untyped-def, override]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._list())
 
     def __eq__(self, other: object) -> bool:
@@ -697,176 +717,3 @@ def _kleene_ids(cell: KleeneCell) -> tuple[list[str], float, float]:
 def sort_events(events: Iterable[Event]) -> list[Event]:
     """Time order for the precise runtime: by point, ties in input order."""
     return sorted(events, key=lambda e: (e.t, e.seq))
-
-
-def make_matcher(cq: CompiledQuery, max_uncertainty: int = 0):
-    """The evaluator :func:`engine.plan.choose.choose_evaluator` picks: trend-aggregate queries get GRETA
-    (:class:`engine.greta.GretaMatcher`) or, when GRETA cannot evaluate them, two-step enumeration; other
-    skip_till_any_match queries the exact possible-worlds evaluator
-    (:class:`engine.imprecise.evaluator.ImpreciseMatcher`), the other strategies the NFA^b runtime on midpoints."""
-    from engine.plan.choose import choose_evaluator
-
-    kind = choose_evaluator(cq)
-    if kind == "greta":
-        from engine.greta import GretaMatcher
-
-        return GretaMatcher(cq, max_uncertainty)
-    if kind == "enumerate":
-        from engine.greta import TrendEnumerator
-
-        return TrendEnumerator(cq, max_uncertainty)
-    if kind == "imprecise":
-        from engine.imprecise.evaluator import ImpreciseMatcher
-
-        return ImpreciseMatcher(cq, max_uncertainty)
-    return Matcher(cq)
-
-
-class PackFeeder:
-    """Feed one stream to several matchers (a query pack) in one pass, each event only to the matchers that name
-    its type: the same records, in the same order, as feeding every event to every matcher in turn.
-
-    An event of a type a matcher does not name only moves that matcher's clock: for the NFA^b runtime under the
-    skipping strategies the last time (and a sweep every 4,096 events), for the imprecise evaluator the largest
-    lower bound and the widest interval, which decide its safe bound.  The feeder keeps that clock once for the
-    whole pack, hands it to a matcher just before feeding it, and calls an imprecise evaluator in between only when
-    the pack's safe bound passes the next moment it has work (a closing event or a held record due, a pruning).
-    Other matchers (GRETA, subclasses that override ``feed``) get every event."""
-
-    def __init__(self, matchers: list, max_uncertainty: int = 0) -> None:
-        from engine.imprecise.evaluator import ImpreciseMatcher
-
-        self.matchers = list(matchers)
-        self.imprecise = [i for i, m in enumerate(self.matchers)
-                          if type(m).feed is ImpreciseMatcher.feed and isinstance(m, ImpreciseMatcher)]
-        self.nfa = [i for i, m in enumerate(self.matchers)
-                    if type(m).feed is Matcher.feed and isinstance(m, Matcher) and m.skip_irrelevant]
-        self.always = [i for i in range(len(self.matchers)) if i not in self.imprecise and i not in self.nfa]
-        self.routes: dict[str, tuple[int, ...]] = {}
-        self.now = NEG_INF  # largest lower bound (imprecise clock)
-        self.umax = max((self.matchers[i].umax for i in self.imprecise), default=max_uncertainty)
-        self.last_t = NEG_INF  # time of the last event (NFA^b clock)
-        self.fed = 0
-        self._due()
-        # One matcher: routing and the shared clock buy nothing, its own feed is the same records for less work.
-        self.single = self.matchers[0] if len(self.matchers) == 1 else None
-
-    def _route(self, etype: str) -> tuple[int, ...]:
-        ms = self.matchers
-        route = set(self.always)
-        route.update(i for i in self.imprecise if etype in ms[i].buffers)
-        route.update(i for i in self.nfa if etype in ms[i].relevant or etype in ms[i].neg_types)
-        out = self.routes[etype] = tuple(sorted(route))
-        return out
-
-    def _due(self) -> None:
-        ms = self.matchers
-        self.wake = min((ms[i].wake for i in self.imprecise), default=math.inf)
-        self.prune_at = min((ms[i].prune_at for i in self.imprecise), default=math.inf)
-
-    def feed(self, ev: Event) -> list[dict]:
-        single = self.single
-        if single is not None:
-            self.fed += 1  # events fed, as with several matchers (the shedder's sweep count reads it)
-            return single.feed(ev)
-        return self.feed_many((ev,))
-
-    def feed_many(self, events: Iterable[Event]) -> list[dict]:
-        single = self.single
-        if single is not None:
-            events = events if isinstance(events, (list, tuple)) else list(events)
-            self.fed += len(events)
-            if hasattr(single, "feed_many"):
-                return single.feed_many(events)
-            out: list[dict] = []
-            for ev in events:
-                out.extend(single.feed(ev))
-            return out
-        out: list[dict] = []
-        ms = self.matchers
-        routes = self.routes
-        imprecise, nfa = self.imprecise, self.nfa
-        now, umax, last_t, fed = self.now, self.umax, self.last_t, self.fed
-        wake, prune_at = self.wake, self.prune_at
-        for ev in events:
-            route = routes.get(ev.type)
-            if route is None:
-                route = self._route(ev.type)
-            t = ev.t
-            if nfa and t < last_t:
-                self.now, self.umax, self.last_t, self.fed = now, umax, last_t, fed
-                raise OutOfOrderError(f"event {ev.id} at tick {t} arrived after tick {last_t}")
-            touched = False
-            here: list = []  # (matcher index, records) of this event
-            for i in route:  # matchers that name the type: the clock before this event, then feed
-                m = ms[i]
-                if i in imprecise:
-                    m.now, m.umax, m.fed = now, umax, fed
-                    touched = True
-                elif i in nfa:
-                    m.now, m.fed = last_t, fed
-                got = m.feed(ev)
-                if got:
-                    here.append((i, got))
-            tlo = ev.tlo
-            if tlo > now:
-                now = tlo
-            width = ev.thi - tlo
-            if width > umax:
-                umax = width
-            last_t = t
-            fed += 1
-            if fed % SWEEP_EVERY == 0:
-                for i in nfa:
-                    if i not in route:
-                        ms[i].now, ms[i].fed = last_t, fed
-                        ms[i].sweep()
-            safe = now - umax
-            if touched or safe > wake or safe >= prune_at:
-                if safe > wake or safe >= prune_at:
-                    for i in imprecise:
-                        m = ms[i]
-                        if i not in route and (safe > m.wake or safe >= m.prune_at):
-                            got = m.advance(now, umax, fed)
-                            if got:
-                                here.append((i, got))
-                    here.sort(key=lambda x: x[0])  # records of one event in pack order
-                self._due()
-                wake, prune_at = self.wake, self.prune_at
-            for _, got in here:
-                out.extend(got)
-        self.now, self.umax, self.last_t, self.fed = now, umax, last_t, fed
-        return out
-
-    def flush(self) -> list[dict]:
-        if self.single is not None:
-            return self.single.flush()
-        out: list[dict] = []
-        for i, m in enumerate(self.matchers):
-            if i in self.imprecise:
-                m.now, m.umax, m.fed = self.now, self.umax, self.fed
-            elif i in self.nfa:
-                m.now, m.fed = self.last_t, self.fed
-            out.extend(m.flush())
-        return out
-
-    def runs_alive(self) -> int:
-        return sum(m.runs_alive() for m in self.matchers)
-
-
-def match_events(queries: CompiledQuery | list[CompiledQuery], events: Iterable[Event]) -> list[dict]:
-    """Match a finite stream: sort it, feed every query, return all records in order of completion.
-
-    With several queries, the records of one event come in the order the queries were given.
-    """
-    cqs = [queries] if isinstance(queries, CompiledQuery) else list(queries)
-    ordered = sort_events(events)
-    widest = max((e.thi - e.tlo for e in ordered), default=0)
-    matchers = [make_matcher(cq, widest) for cq in cqs]
-    out: list[dict] = []
-    for ev in ordered:
-        for m in matchers:
-            out.extend(m.feed(ev))
-    for m in matchers:
-        out.extend(m.flush())
-    return out

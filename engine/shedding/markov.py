@@ -292,7 +292,7 @@ class QueryModel:
         w = self.window
         tally, transitions = self._tally, self._transitions
 
-        def cb(r: Any, k: int, kin: bool, kept: list, n0: int, completed: int) -> None:
+        def cb(r: Any, k: int, kin: bool, kept: list[Any], n0: int, completed: int) -> None:
             tally[0] += 1  # a step for the rate lam, even when it is no transition
             if w is not None and now() - r.t_first >= w:
                 return  # the window ran out: the chain's horizon, not a death

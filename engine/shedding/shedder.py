@@ -75,7 +75,7 @@ def compute_levels(models: Sequence[tuple[QueryModel, float]], nlevels: int, eps
 
 
 #: One query's part in a shedding pass: its matcher, its levels, and the pools to consider (None: all).
-Group = tuple[Any, QueryLevels, Iterable | None]
+Group = tuple[Any, QueryLevels, Iterable[Any] | None]
 
 
 def select_pspice(groups: Sequence[Group], rho: int, now: float, nlevels: int) -> tuple[set[int], int]:

@@ -5,33 +5,45 @@ Per event (the paper's architecture, digest-pspice section 2):
 1. **overload detector** -- with the event's queueing latency (``now - arrival``) the :class:`LatencyModel` says how
    many runs to drop: globally (Algorithm 1) and, for this event's own partition, the per-event guard;
 2. **load shedder** -- the victims are chosen by utility level in one O(n) pass over the runs
-   (:mod:`engine.shedding.shedder`) and removed through :meth:`engine.runtime.matcher.Matcher.shed`;
-3. the event is processed, timed (or costed by a :class:`CostModel`), and on one event in ``observe_every`` the run
-   transitions are observed (:meth:`engine.runtime.matcher.Matcher.observe`) for the **model builder**, whose
+   (:mod:`engine.shedding.shedder`) and removed through :meth:`engine.evaluator.Sheddable.shed`;
+3. the event is processed, timed (or costed by a cost model, :class:`Costs`), and on one event in ``observe_every``
+   the run transitions are observed (:meth:`engine.evaluator.Sheddable.observe`) for the **model builder**, whose
    rebuilds (:class:`QueryModel`) are advanced a slice per event.
 
-Evaluators without runs (the possible-worlds evaluator, GRETA) are fed and their time counted, never shed.  With
-shedding disabled the wrapper only loops over the matchers.  Without ``arrival`` (a replay that rebuilds state) nothing
-is shed.
+The wrapped evaluators are any :class:`engine.evaluator.Evaluator`; those that are also
+:class:`engine.evaluator.Sheddable` (the NFA^b runtime: runs in pools) are shed, the others (the possible-worlds
+evaluator, GRETA) are fed and their time counted, never shed.  With shedding disabled the wrapper only feeds.
+Without ``arrival`` (a replay that rebuilds state) nothing is shed.  The wrapper is an Evaluator itself; its snapshot
+is its evaluators' (the learnt models and latency fits are not state: a restored wrapper learns them again, and what
+it sheds depends on measured time anyway).
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from engine.evaluator import Clock, Evaluator, Record, Sheddable, Stats
 from engine.events import Event
-from engine.runtime.matcher import PackFeeder
+from engine.limits import Limits
 from engine.shedding.config import SheddingConfig
 from engine.shedding.latency import LatencyModel
 from engine.shedding.markov import QueryModel
-from engine.shedding.replay import CostModel
 from engine.shedding.shedder import QueryLevels, compute_levels, remove, select_pspice, select_random
+from engine.snapshot import EventCodec
 
-__all__ = ["SheddingMatcher"]
+__all__ = ["Costs", "SheddingMatcher"]
+
+
+class Costs(Protocol):
+    """Deterministic service times in place of measured ones (tests and benchmarks: ``benchmarks.research``)."""
+
+    def processing(self, work: int) -> float: ...
+
+    def shedding(self, scanned: int) -> float: ...
 
 perf_counter = time.perf_counter
 
@@ -47,31 +59,31 @@ class _Query:
     @property
     def alive(self) -> int:
         """Runs alive (pSPICE's n_pm for this query): the matcher keeps the count with every change to its pools."""
-        return self.matcher.alive
-
-
-def _sheddable(m: Any) -> bool:
-    """Has the NFA^b runtime's shedding hook (runs in pools); other evaluators are only fed."""
-    return all(hasattr(m, a) for a in ("pools", "alive", "shed", "observe", "visit_keys", "pending_work"))
+        alive: int = self.matcher.alive
+        return alive
 
 
 class SheddingMatcher:
     """One or more matchers (a pack's queries) behind a latency bound; see the module docstring.
 
-    ``clock`` must be on the same base as the ``arrival`` times given to :meth:`feed` (``time.time`` for Kafka
-    timestamps).  ``cost_model`` replaces measured times by deterministic ones (tests, benchmarks).  ``sync_rebuild``
+    ``feeder``: an evaluator over the same ``matchers`` that feeds them (a pack runner's one-pass
+    :class:`engine.evaluate.PackFeeder`: each event only to the queries naming its type, the same records); default:
+    every event to every matcher in turn.  ``clock`` must be on the same base as the ``arrival`` times given to
+    :meth:`feed` (``time.time`` for Kafka timestamps).  ``cost_model`` replaces measured times by deterministic ones
+    (tests, benchmarks).  ``sync_rebuild``
     finishes a utility-table rebuild at once instead of over the following events.  ``schedule`` (event index ->
     ``[(scope, runs)]``, scope ``"global"`` or ``"event"``) replaces the detector by fixed shedding amounts, and
     ``record_schedule`` logs the amounts shed in that form: together they compare victim choices at equal amounts.
     """
 
+    name = "shedding"
+
     def __init__(self, matchers: Any | Sequence[Any], config: SheddingConfig | None = None, *,
-                 clock: Callable[[], float] = time.time, cost_model: CostModel | None = None,
+                 clock: Callable[[], float] = time.time, cost_model: Costs | None = None,
                  sync_rebuild: bool = False, schedule: Mapping[int, list[tuple[str, int]]] | None = None,
-                 record_schedule: bool = False, one_pass: bool = False) -> None:
+                 record_schedule: bool = False, feeder: Evaluator | None = None) -> None:
         self.matchers: list[Any] = list(matchers) if isinstance(matchers, (list, tuple)) else [matchers]
-        # one_pass: feed through a PackFeeder (each event only to the queries naming its type; same records)
-        self.feeder = PackFeeder(self.matchers) if one_pass else None
+        self.feeder = feeder
         self.config = config = config or SheddingConfig()
         self.enabled = config.enabled
         self.policy = config.policy
@@ -83,7 +95,7 @@ class SheddingMatcher:
         self.latency = LatencyModel(config.latency_bound, config.safety_fraction, config.hysteresis)
         self.queries: list[_Query] = []
         for m in self.matchers:
-            if not _sheddable(m):
+            if not isinstance(m, Sheddable):
                 continue
             model = QueryModel(m.cq, buckets=config.window_buckets, drift_threshold=config.drift_threshold,
                                check_every=config.check_every, min_observations=config.min_observations,
@@ -127,23 +139,79 @@ class SheddingMatcher:
         """Runs of the sheddable matchers (pSPICE's n_pm), as the matchers keep count: no walk over the pools."""
         return sum(m.alive for m in self._sheddable)
 
-    def flush(self) -> list[dict]:
+    def flush(self) -> list[dict[Any, Any]]:
         if self.feeder is not None:
             return self.feeder.flush()
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         for m in self.matchers:
             out.extend(m.flush())
         return out
 
-    def _feed_all(self, ev: Event) -> list[dict]:
+    # ------------------------------------------------------------------ the rest of the evaluator contract
+
+    def feed_many(self, events: Iterable[Event]) -> list[Record]:
+        """``feed`` each event (without an arrival time: nothing is shed)."""
+        out: list[Record] = []
+        for ev in events:
+            out.extend(self.feed(ev))
+        return out
+
+    def advance(self, clock: Clock) -> list[Record]:
+        if self.feeder is not None:
+            return self.feeder.advance(clock)
+        out: list[Record] = []
+        for m in self.matchers:
+            out.extend(m.advance(clock))
+        return out
+
+    def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
+        """The wrapped evaluators' state (through the feeder when there is one) and the counters."""
+        tick = self.matchers[0].cq.tick if self.matchers else 0.1
+        events = EventCodec(tick) if codec is None else codec
+        inner = ([self.feeder.snapshot(events)] if self.feeder is not None
+                 else [m.snapshot(events) for m in self.matchers])
+        out: dict[str, Any] = {"kind": "shedding", "inner": inner, "events_seen": self.events,
+                               "shed_events": self.shed_events, "shed_calls": self.shed_calls,
+                               "shed_runs": [q.shed_runs for q in self.queries]}
+        if codec is None:
+            out["events"] = events.table()
+        return out
+
+    def restore(self, state: Mapping[str, Any], codec: EventCodec | None = None) -> None:
+        from engine.snapshot import open_codec
+
+        tick = self.matchers[0].cq.tick if self.matchers else 0.1
+        events = open_codec(state, codec, tick)
+        targets = [self.feeder] if self.feeder is not None else self.matchers
+        for m, snap in zip(targets, state["inner"], strict=True):
+            m.restore(snap, events)
+        self.events = state["events_seen"]
+        self.shed_events = state["shed_events"]
+        self.shed_calls = state["shed_calls"]
+        for q, n in zip(self.queries, state["shed_runs"], strict=True):
+            q.shed_runs = n
+
+    def stats(self) -> Stats:
+        parts = [m.stats() for m in self.matchers]
+        return Stats(self.events, sum(p.matches for p in parts), sum(p.runs_alive for p in parts),
+                     sum(p.shed for p in parts), sum(p.dropped for p in parts))
+
+    def horizon(self, last_t: float, umax: int) -> float:
+        return min((m.horizon(last_t, umax) for m in self.matchers), default=float("inf"))
+
+    def set_limits(self, limits: Limits) -> None:
+        for m in self.matchers:
+            m.set_limits(limits)
+
+    def _feed_all(self, ev: Event) -> list[dict[Any, Any]]:
         if self.feeder is not None:
             return self.feeder.feed(ev)
-        out: list[dict] = []
+        out: list[dict[Any, Any]] = []
         for m in self.matchers:
             out.extend(m.feed(ev))
         return out
 
-    def feed(self, ev: Event, arrival: float | None = None, now: float | None = None) -> list[dict]:
+    def feed(self, ev: Event, arrival: float | None = None, now: float | None = None) -> list[dict[Any, Any]]:
         """Process one event that arrived at ``arrival`` (clock seconds; None: never shed for it), dequeued at ``now``
         (default: ``clock()``); return its match records, in the order of the matchers."""
         if not self.enabled:
@@ -283,7 +351,8 @@ class SheddingMatcher:
         runs = 2 * n_pm + 64
 
         def most(fit: Any) -> float:
-            return max(fit.predict(runs), fit.predict(min(runs, fit.x_max)))
+            top: float = max(fit.predict(runs), fit.predict(min(runs, fit.x_max)))
+            return top
 
         cost = max(most(lat.processing), most(lat.per_event)) + most(lat.shedding)
         self._quick_runs = runs

@@ -114,7 +114,10 @@ def test_record_ids_follow_signature_or_distinct_value() -> None:
 
 def test_horizon_covers_windows_uncertainty_and_held_records() -> None:
     class Held:
-        held = {("t",): [0.4, {"start": 50.0}, 0]}
+        """An evaluator holding a distinct record that started at 50 s (tick 0.1), as the evaluator contract tells."""
+
+        def horizon(self, last_t: float, umax: int) -> float:
+            return 500 - umax - 1
 
     assert horizon(10_000, [600, 100], 151, [], 0.1) == 10_000 - 1200 - 604 - 1
     assert horizon(10_000, [600], 151, [Held()], 0.1) == 500 - 151 - 1

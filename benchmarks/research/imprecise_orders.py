@@ -24,7 +24,7 @@ One class, :class:`OrderedImpreciseMatcher`, with the paper's three evaluation o
     evicted: with skewed rates (many first-component events, few last) most roles never touch a run.
 ``auto``
     Counts the roles of the first :data:`WARMUP` relevant events, picks ``sorting`` or ``selectivity`` (with the
-    rarest component as pivot) by :func:`engine.plan.choose.choose_order`, and replays them.
+    rarest component as pivot) by :func:`choose_order`, and replays them.
 
 Every order outputs the same records as ``ImpreciseMatcher`` (same signatures, confidences from the same DP, same
 time ranges; only the order of the records differs): a run only ever joins events whose valid intervals can still
@@ -32,6 +32,9 @@ be ordered within the window, and a completed run is one signature, its confiden
 arrival assumption: every event not yet seen (and, for sorting, not yet released) starts at or after ``bound``; a
 run whose free component must precede an event ending before ``bound``, or whose events end ``W`` before it while a
 component is free, can never complete.
+
+A research baseline (``benchmarks/bench_imprecise.py``, ``tests/test_imprecise_orders.py``): the product evaluates
+every query with :class:`ImpreciseMatcher`.
 
 Scope: ``SEQ`` of singleton components without negation, skip_till_any_match, output ``all`` (the paper's Fig. 4
 workload); anything else raises :class:`ValueError` -- :class:`ImpreciseMatcher` evaluates every query.
@@ -137,8 +140,6 @@ class OrderedImpreciseMatcher(ImpreciseMatcher):
         return n + sum(len(h) for h in self.holding) + sum(len(b) for b in self.buffered)
 
     def _choose(self, out: list[dict]) -> None:
-        from engine.plan.choose import choose_order
-
         counts = self.role_counts
         rarest = min(range(self.m), key=lambda j: (counts[j], -j))
         if self.order == "auto":
@@ -385,3 +386,26 @@ class OrderedImpreciseMatcher(ImpreciseMatcher):
 def explain_order(m: Any) -> str:
     """One line on the order an :class:`OrderedImpreciseMatcher` runs in (after ``auto`` has chosen)."""
     return f"{m.order}: {m.reason}" if m.reason else m.order
+
+
+#: ``choose_order`` picks selectivity order when the first component has at least this many times the events of the
+#: rarest one (digest-imprecise 7.2 and 8: sorting wins on even rates, Fig. 4(c); selectivity order on skewed rates,
+#: Fig. 4(d) and the Hadoop case study).  Calibrated by ``python3 -m benchmarks.bench_imprecise --only fig4d``
+#: (benchmarks/README.md): a tie at 8x (80:30:10), selectivity ahead by ~30 % at 110x; sorting ahead on even rates.
+SKEW = 8.0
+
+
+def choose_order(rates: list[int] | list[float]) -> tuple[str, str]:
+    """The evaluation order of :class:`engine.imprecise.orders.OrderedImpreciseMatcher` for per-component event
+    counts (or rates) ``rates``, with a one-line reason: ``selectivity`` when the first component is at least
+    :data:`SKEW` times as frequent as the rarest (sorting would start a run at every first-component event, most of
+    which expire before a rare later event comes), else ``sorting`` (runs start only at the first component and
+    events are fed once, in query order).  ``any-state`` is never chosen: it starts a run at every event of every
+    component and loses to both (Fig. 4(b)-(d))."""
+    first = rates[0] if rates else 0
+    least = min(rates, default=0)
+    if len(rates) > 1 and first > 0 and first >= SKEW * max(least, 1e-9) and least < first:
+        return "selectivity", (f"first component {first:g} events vs {least:g} for the rarest: skewed "
+                               f"(>= {SKEW:g}x), buffered first-component events expire unread")
+    return "sorting", (f"component rates {', '.join(f'{r:g}' for r in rates)}: not skewed (< {SKEW:g}x), query "
+                       "order from the first component")

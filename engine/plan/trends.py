@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
-from engine.greta.aggregates import TrendAgg
-from engine.greta.template import RangeSpec, State, Template, Transition, Windows
 from engine.language import ast
 from engine.language.checks import show_trend
 from engine.plan.compiler import CompiledQuery
 from engine.plan.predicates import Placement, compile_expr, conjunction, references
+from engine.plan.trend_template import RangeSpec, State, Template, Transition, TrendAgg, Windows, is_single_event
 
 __all__ = ["NotGreta", "TrendSpec", "GretaPlan", "trend_spec", "plan_greta", "render"]
 
 STAM = "skip_till_any_match"
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_FLIP: dict[str, ast.CompareOp] = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 class NotGreta(ValueError):
@@ -129,12 +129,12 @@ def plan_greta(cq: CompiledQuery) -> GretaPlan:
         else:
             after += 1
     states = [State(i, c.var, c.type, c.kleene) for i, c in enumerate(positives)]
-    local: dict[int, list] = {i: [] for i in index.values()}
-    entry: dict[int, list] = {i: [] for i in index.values()}
-    exit_: dict[int, list] = {i: [] for i in index.values()}
-    seq_preds: dict[int, list] = {i: [] for i in range(1, len(positives))}
-    plus_preds: dict[int, list] = {i: [] for i, c in enumerate(positives) if c.kleene}
-    neg_preds: dict[str, list] = {v: [] for v in negated}
+    local: dict[int, list[Any]] = {i: [] for i in index.values()}
+    entry: dict[int, list[Any]] = {i: [] for i in index.values()}
+    exit_: dict[int, list[Any]] = {i: [] for i in index.values()}
+    seq_preds: dict[int, list[Any]] = {i: [] for i in range(1, len(positives))}
+    plus_preds: dict[int, list[Any]] = {i: [] for i, c in enumerate(positives) if c.kleene}
+    neg_preds: dict[str, list[Any]] = {v: [] for v in negated}
 
     for expr in q.where:
         expr = _adjacent_form(expr)
@@ -184,7 +184,7 @@ def plan_greta(cq: CompiledQuery) -> GretaPlan:
     def pl(var: str | None, mode: str) -> Placement:
         return Placement(var, mode, index, {})
 
-    def compiled(exprs: list, placement: Placement):
+    def compiled(exprs: list[Any], placement: Placement) -> Any:
         return conjunction([compile_expr(e, placement) for e in exprs])
 
     for st in states:
@@ -336,8 +336,6 @@ def describe_windows(spec: TrendSpec) -> str:
 
 def _mode(tr: Transition, keyed: bool) -> str:
     """How the runtime finds this transition's predecessors (mirrors :class:`engine.greta.graph.Graph`)."""
-    from engine.greta.graph import is_single_event
-
     if tr.negations and (keyed or not all(is_single_event(n) for n in tr.negations)):
         return "scan of the predecessors (the negation is checked per edge, per group), O(n)"
     reset = " (emptied by each negated event)" if tr.negations else ""

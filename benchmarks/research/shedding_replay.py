@@ -5,6 +5,8 @@ Processing and shedding times are either measured (``time.perf_counter``, what t
 deterministic :class:`CostModel` (``a + b * runs stepped``; ``c + d * runs scanned`` per shedding pass), so that
 tests of the latency bound are reproducible on a loaded CI machine.  Overload is relative to *capacity*: the event
 rate at which the unshed run of the same trace, under the same cost model, just keeps up.
+
+A research tool of ``benchmarks/bench_shedding.py`` and ``tests/test_shedding.py``: the service measures real time.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Fn", "State", "RangeSpec", "Transition", "Template", "Windows"]
+__all__ = ["Fn", "State", "RangeSpec", "Transition", "Template", "TrendAgg", "Windows", "is_single_event"]
 
 Fn = Callable[[Any, Any], Any]
 
@@ -104,3 +104,24 @@ class Windows:
     def end(self, wid: int) -> float:
         """The first tick after window ``wid``: it closes once the stream reaches this tick."""
         return math.inf if self.size is None else wid * self.slide + self.size
+
+
+@dataclass(frozen=True)
+class TrendAgg:
+    """One trend aggregate: ``COUNT(*)`` (var None), ``COUNT(v)`` (attr None), ``SUM|MIN|MAX|AVG(v.attr)``."""
+
+    func: str
+    var: str | None = None
+    attr: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self.var is None:
+            return "COUNT(*)"
+        inner = self.var if self.attr is None else f"{self.var}.{self.attr}"
+        return f"{self.func.upper()}({inner})"
+
+
+def is_single_event(tpl: Template) -> bool:
+    """A negative sub-pattern of one event type (``~Type v``): its trends are single events."""
+    return len(tpl.states) == 1 and not tpl.transitions and tpl.start == tpl.end == frozenset({0})

@@ -1,0 +1,460 @@
+"""Evaluating compiled queries: the evaluator a query gets, a pack fed in one pass, and how a pack's stream is cut.
+
+- :func:`make_matcher` -- the evaluator :func:`engine.plan.choose.choose` names, from the registry of
+  :mod:`engine.evaluator` (this module imports every evaluator, so the registry is complete once it is imported);
+- :class:`PackFeeder` -- several evaluators over one stream, each event only to those that name its type;
+- :class:`PackRunner` -- a query pack as ``hcep run``, ``hcep match --alerts`` and the Spark jobs run it: its queries'
+  evaluators under the pack's memory bounds, behind its pSPICE latency bound when asked, its replay horizon, its
+  snapshots, and **the one place that decides how a pack's stream may be cut** (:func:`shard_key`, :func:`feed_types`);
+- :func:`match_events` and :class:`StreamedMatch` -- a finite stream, sorted and matched.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import engine.greta.matcher  # noqa: F401 - registers GRETA and the two-step enumerator
+from engine.evaluator import Clock, Evaluator, Record, Stats, registered
+from engine.events import Event
+from engine.imprecise.evaluator import ImpreciseMatcher
+from engine.limits import Limits, from_settings
+from engine.plan.choose import choose_evaluator
+from engine.plan.compiler import CompiledQuery, compile_spec
+from engine.runtime.matcher import SWEEP_EVERY, Matcher, OutOfOrderError, sort_events
+from engine.shedding import SheddingMatcher, from_pack
+from engine.snapshot import EventCodec, check_header, dec_float, enc_float, header, open_codec
+
+__all__ = [
+    "JOB_KEYS",
+    "PackFeeder",
+    "PackRunner",
+    "StreamedMatch",
+    "feed_types",
+    "make_matcher",
+    "match_events",
+    "pack_horizon",
+    "shard_key",
+    "sort_events",
+]
+
+NEG_INF = -math.inf
+NFA_STRATEGIES = ("skip_till_next_match", "partition_contiguity")
+SKIP_STRATEGIES = ("skip_till_any_match", "skip_till_next_match")
+#: Equivalence attributes that keep a query's matches within one job (so one process of a group sees them whole).
+JOB_KEYS = frozenset({"job_id", "task_id", "attempt_id"})
+
+
+def make_matcher(cq: CompiledQuery, max_uncertainty: int = 0) -> Any:
+    """The evaluator :func:`engine.plan.choose.choose_evaluator` picks for ``cq``: trend-aggregate queries get GRETA
+    or, when GRETA cannot evaluate them, two-step enumeration; other skip_till_any_match queries the exact
+    possible-worlds evaluator, the other strategies the NFA^b runtime on midpoints.  ``max_uncertainty`` (ticks): the
+    widest interval the stream may carry (the imprecise evaluator's safe-emit bound)."""
+    return registered()[choose_evaluator(cq)].cls(cq, max_uncertainty)
+
+
+# ------------------------------------------------------------------------------------------------ cutting a stream
+
+
+def shard_key(cq: CompiledQuery, always_keyed: Callable[[str, str], bool] | None = None) -> str | None:
+    """The attribute whose values cut the query's stream into parts evaluated apart (each part: the events with one
+    value, plus the events lacking the attribute), or None when the query must see its whole stream.
+
+    The first equivalence attribute, when every run of the query is bound to one value of it: not without
+    equivalence, not under strict_contiguity (it sees every event); under skip_till_next_match and
+    partition_contiguity (which consume events) only when the first component's type always carries the attribute
+    (an unbound run takes the next event of any partition), and collapsed output only when a singleton component's
+    type does (one collapsed record may merge partitions otherwise).  ``always_keyed(type, attr)`` says what the input
+    guarantees; None (unknown) takes the query at its word."""
+    if not cq.equivalence or cq.strategy == "strict_contiguity":
+        return None
+    attr = cq.equivalence[0]
+    if always_keyed is None:
+        return attr
+    if cq.strategy in NFA_STRATEGIES and not always_keyed(cq.components[0].type, attr):
+        return None
+    if cq.output == "collapsed" and not any(always_keyed(c.type, attr) for c in cq.components if not c.kleene):
+        return None
+    return attr
+
+
+def feed_types(cq: CompiledQuery) -> frozenset[str] | None:
+    """The event types the query's evaluator must be fed; None: all (a contiguity strategy sees every event)."""
+    if cq.strategy not in SKIP_STRATEGIES:
+        return None
+    return frozenset(cq.relevant_types) | frozenset(n.type for n in cq.negations)
+
+
+def pack_horizon(last_t: float, windows: Iterable[int | None], umax: int, evaluators: Iterable[Evaluator]) -> float:
+    """H (ticks): events with ``thi < H`` can no longer change any output after the last fed time ``last_t`` (the rule
+    ``app.checkpoint`` documents), from the windows and each evaluator's own :meth:`~Evaluator.horizon`."""
+    wins = list(windows)
+    if last_t == NEG_INF or any(w is None for w in wins):
+        return NEG_INF
+    h: float = math.floor(last_t) - 2 * max((w for w in wins if w is not None), default=0) - 4 * umax - 1
+    for m in evaluators:
+        h = min(h, m.horizon(last_t, umax))
+    return h
+
+
+# ------------------------------------------------------------------------------------------------ one pass over a pack
+
+
+class PackFeeder:
+    """Feed one stream to several evaluators (a query pack) in one pass, each event only to the evaluators that name
+    its type: the same records, in the same order, as feeding every event to every evaluator in turn.
+
+    An event of a type an evaluator does not name only moves that evaluator's clock: for the NFA^b runtime under the
+    skipping strategies the last time (and a sweep every 4,096 events), for the imprecise evaluator the largest
+    lower bound and the widest interval, which decide its safe bound.  The feeder keeps that clock once for the
+    whole pack, hands it to an evaluator just before feeding it, and calls an imprecise evaluator's
+    :meth:`~engine.evaluator.Evaluator.advance` in between only when the pack's safe bound passes the next moment it
+    has work (a closing event or a held record due, a pruning).  Other evaluators (GRETA, subclasses that override
+    ``feed``) get every event.  The feeder is itself an :class:`~engine.evaluator.Evaluator`."""
+
+    name = "pack"
+
+    def __init__(self, matchers: Sequence[Any], max_uncertainty: int = 0) -> None:
+        self.matchers: list[Any] = list(matchers)
+        self.imprecise = [
+            i
+            for i, m in enumerate(self.matchers)
+            if type(m).feed is ImpreciseMatcher.feed and isinstance(m, ImpreciseMatcher)
+        ]
+        self.nfa = [
+            i
+            for i, m in enumerate(self.matchers)
+            if type(m).feed is Matcher.feed and isinstance(m, Matcher) and m.skip_irrelevant
+        ]
+        self.always = [i for i in range(len(self.matchers)) if i not in self.imprecise and i not in self.nfa]
+        self.routes: dict[str, tuple[int, ...]] = {}
+        self.now = NEG_INF  # largest lower bound (imprecise clock)
+        self.umax: int = max((self.matchers[i].umax for i in self.imprecise), default=max_uncertainty)
+        self.last_t = NEG_INF  # time of the last event (NFA^b clock)
+        self.fed = 0
+        self._due()
+        # One evaluator: routing and the shared clock buy nothing, its own feed is the same records for less work.
+        self.single = self.matchers[0] if len(self.matchers) == 1 else None
+
+    def _route(self, etype: str) -> tuple[int, ...]:
+        ms = self.matchers
+        route = set(self.always)
+        route.update(i for i in self.imprecise if etype in ms[i].buffers)
+        route.update(i for i in self.nfa if etype in ms[i].relevant or etype in ms[i].neg_types)
+        out = self.routes[etype] = tuple(sorted(route))
+        return out
+
+    def _due(self) -> None:
+        ms = self.matchers
+        self.wake = min((ms[i].wake for i in self.imprecise), default=math.inf)
+        self.prune_at = min((ms[i].prune_at for i in self.imprecise), default=math.inf)
+
+    def clock(self) -> Clock:
+        return Clock(self.last_t, self.now, self.umax, self.fed)
+
+    def feed(self, ev: Event) -> list[Record]:
+        single = self.single
+        if single is not None:
+            self.fed += 1  # events fed, as with several evaluators (the shedder's sweep count reads it)
+            out: list[Record] = single.feed(ev)
+            return out
+        return self.feed_many((ev,))
+
+    def feed_many(self, events: Iterable[Event]) -> list[Record]:
+        single = self.single
+        if single is not None:
+            events = events if isinstance(events, (list, tuple)) else list(events)
+            self.fed += len(events)
+            got: list[Record] = single.feed_many(events)
+            return got
+        out: list[Record] = []
+        ms = self.matchers
+        routes = self.routes
+        imprecise, nfa = self.imprecise, self.nfa
+        now, umax, last_t, fed = self.now, self.umax, self.last_t, self.fed
+        wake, prune_at = self.wake, self.prune_at
+        for ev in events:
+            route = routes.get(ev.type)
+            if route is None:
+                route = self._route(ev.type)
+            t = ev.t
+            if nfa and t < last_t:
+                self.now, self.umax, self.last_t, self.fed = now, umax, last_t, fed
+                raise OutOfOrderError(f"event {ev.id} at tick {t} arrived after tick {last_t}")
+            touched = False
+            here: list[tuple[int, list[Record]]] = []  # (evaluator index, records) of this event
+            for i in route:  # evaluators that name the type: the clock before this event, then feed
+                m = ms[i]
+                if i in imprecise:
+                    m.now, m.umax, m.fed = now, umax, fed
+                    touched = True
+                elif i in nfa:
+                    m.now, m.fed = last_t, fed
+                got = m.feed(ev)
+                if got:
+                    here.append((i, got))
+            tlo = ev.tlo
+            if tlo > now:
+                now = tlo
+            width = ev.thi - tlo
+            if width > umax:
+                umax = width
+            last_t = t
+            fed += 1
+            if fed % SWEEP_EVERY == 0:
+                for i in nfa:
+                    if i not in route:
+                        ms[i].now, ms[i].fed = last_t, fed
+                        ms[i].sweep()
+            safe = now - umax
+            if touched or safe > wake or safe >= prune_at:
+                if safe > wake or safe >= prune_at:
+                    clock = Clock(last_t, now, umax, fed)
+                    for i in imprecise:
+                        m = ms[i]
+                        if i not in route and (safe > m.wake or safe >= m.prune_at):
+                            got = m.advance(clock)
+                            if got:
+                                here.append((i, got))
+                    here.sort(key=lambda x: x[0])  # records of one event in pack order
+                self._due()
+                wake, prune_at = self.wake, self.prune_at
+            for _, got in here:
+                out.extend(got)
+        self.now, self.umax, self.last_t, self.fed = now, umax, last_t, fed
+        return out
+
+    def advance(self, clock: Clock) -> list[Record]:
+        """Every evaluator's clock to ``clock`` (the pack's, if later): what each then has due, in pack order."""
+        self.now = max(self.now, clock.now)
+        self.umax = max(self.umax, clock.umax)
+        self.last_t = max(self.last_t, clock.t)
+        self.fed = max(self.fed, clock.fed)
+        mine = self.clock()
+        out: list[Record] = []
+        for m in self.matchers:
+            out.extend(m.advance(mine))
+        self._due()
+        return out
+
+    def flush(self) -> list[Record]:
+        if self.single is not None:
+            got: list[Record] = self.single.flush()
+            return got
+        out: list[Record] = []
+        for i, m in enumerate(self.matchers):
+            if i in self.imprecise:
+                m.now, m.umax, m.fed = self.now, self.umax, self.fed
+            elif i in self.nfa:
+                m.now, m.fed = self.last_t, self.fed
+            out.extend(m.flush())
+        return out
+
+    def runs_alive(self) -> int:
+        return sum(m.runs_alive() for m in self.matchers)
+
+    def stats(self) -> Stats:
+        parts = [m.stats() for m in self.matchers]
+        return Stats(
+            self.fed,
+            sum(p.matches for p in parts),
+            sum(p.runs_alive for p in parts),
+            sum(p.shed for p in parts),
+            sum(p.dropped for p in parts),
+        )
+
+    def horizon(self, last_t: float, umax: int) -> float:
+        return min((m.horizon(last_t, umax) for m in self.matchers), default=math.inf)
+
+    def set_limits(self, limits: Limits) -> None:
+        for m in self.matchers:
+            m.set_limits(limits)
+
+    def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
+        """The pack's clock and each evaluator's snapshot, over one event table (shared events stored once)."""
+        tick = self.matchers[0].cq.tick if self.matchers else 0.1
+        events = EventCodec(tick) if codec is None else codec
+        out = header("pack", self.name)
+        out["clock"] = [enc_float(self.last_t), enc_float(self.now), self.umax, self.fed]
+        out["evaluators"] = [m.snapshot(events) for m in self.matchers]
+        if codec is None:
+            out["events"] = events.table()
+        return out
+
+    def restore(self, state: Mapping[str, Any], codec: EventCodec | None = None) -> None:
+        check_header(state, "pack", self.name)
+        tick = self.matchers[0].cq.tick if self.matchers else 0.1
+        events = open_codec(state, codec, tick)
+        if len(state["evaluators"]) != len(self.matchers):
+            raise ValueError(f"a snapshot of {len(state['evaluators'])} evaluators cannot restore {len(self.matchers)}")
+        for m, snap in zip(self.matchers, state["evaluators"], strict=True):
+            m.restore(snap, events)
+        last_t, now, umax, fed = state["clock"]
+        self.last_t, self.now, self.umax, self.fed = dec_float(last_t), dec_float(now), umax, fed
+        self._due()
+
+
+# ------------------------------------------------------------------------------------------------ a query pack
+
+
+class PackRunner:
+    """All enabled queries of a pack, fed one event at a time; knows each query's output mode and alert.
+
+    **Shedding in the service.**  pSPICE needs each event's *queueing latency*: how long it waited before the engine
+    took it.  The service passes ``arrival`` = the Kafka record's timestamp plus the watermark's deliberate hold
+    (largest delta + allowed lateness, in seconds), because an event cannot be processed before the watermark passes
+    it; what remains is consumer lag and processing backlog, which is what overload looks like.  A partition that
+    goes quiet holds the watermark for up to the idle timeout, which then counts as latency too: keep the bound
+    above the idle timeout.  Replays (restart, rebalance) feed without ``arrival``, so nothing is shed while the
+    engine state is rebuilt; a rebuilt engine may therefore hold runs the killed process had shed, and report a
+    (true) match it would have missed.  Shedding never produces a false positive: negation-state runs are never shed.
+    """
+
+    def __init__(
+        self, pack: Any, umax: int, *, shedding: bool = True, limits: Limits | None = None, lazy_ids: bool = False
+    ) -> None:
+        self.pack = pack
+        self.tick = float(pack.tick)
+        self.umax = umax
+        self.specs = [q for q in pack.queries if q.enabled]
+        self.by_name = {spec.name: spec for spec in self.specs}
+        self.cqs = [compile_spec(q, self.tick) for q in self.specs]
+        # Memory bounds on partial matches (engine.runtime.limits): the pack's settings.limits unless given.
+        self.limits = limits if limits is not None else from_settings(getattr(pack, "settings", None))
+        self.matchers: list[Any] = [make_matcher(cq, umax) for cq in self.cqs]
+        for m in self.matchers:
+            m.set_limits(self.limits)
+        if lazy_ids:  # the records only meet the alert rules (hcep match --alerts): ids built when read
+            for m in self.matchers:
+                if hasattr(m, "lazy_ids"):
+                    m.lazy_ids = True
+        self.pairs = list(zip(self.specs, self.matchers, strict=True))
+        self.windows = [cq.window for cq in self.cqs]
+        self.shedding = from_pack(pack)
+        on = shedding and self.shedding.enabled
+        # One pass over the pack (PackFeeder): each event reaches only the queries that name its type; the records
+        # and their order are those of feeding every query in turn.
+        self.feeder = PackFeeder(self.matchers, umax)
+        self.shedder = SheddingMatcher(self.matchers, self.shedding, feeder=self.feeder) if on else None
+        # Under the skipping strategies an event of a type no query names changes nothing: do not feed it.
+        types: set[str] = set()
+        for cq in self.cqs:
+            needed = feed_types(cq)
+            if needed is None:
+                self.types: frozenset[str] | None = None
+                break
+            types |= needed
+        else:
+            self.types = frozenset(types)
+
+    def feed(self, ev: Event, arrival: float | None = None) -> list[tuple[Any, Record]]:
+        """The match records ``ev`` completes, with the spec of the query of each.  ``arrival``: when the event could
+        first have been processed (wall-clock seconds); only then may the shedder drop partial matches for it."""
+        recs = self.shedder.feed(ev, arrival=arrival) if self.shedder is not None else self.feeder.feed(ev)
+        if not recs:
+            return []
+        by_name = self.by_name
+        return [(by_name[r["query"]], r) for r in recs]
+
+    def advance(self, clock: Clock) -> list[tuple[Any, Record]]:
+        """The records the stream's clock moving to ``clock`` releases (a watermark passed, no event)."""
+        return [(self.by_name[r["query"]], r) for r in self.feeder.advance(clock)]
+
+    def flush(self) -> list[tuple[Any, Record]]:
+        return [(self.by_name[r["query"]], r) for r in self.feeder.flush()]
+
+    def horizon(self, last_t: float) -> float:
+        """The replay horizon (ticks) after the last fed time ``last_t`` (see ``app.checkpoint``)."""
+        return pack_horizon(last_t, self.windows, self.umax, self.matchers)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The pack's state as plain data (the evaluators' and the one-pass clock; a shedder's learnt models are not
+        state: a restored shedder learns them again)."""
+        return self.feeder.snapshot()
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        self.feeder.restore(state)
+
+    def runs_alive(self) -> dict[str, int]:
+        return {spec.name: m.runs_alive() for spec, m in self.pairs}
+
+    def limit_drops(self) -> dict[str, int]:
+        """Per query: partial matches the memory bounds dropped since this runner was built (runs, or enumerations
+        cut short: :mod:`engine.runtime.limits`)."""
+        return {spec.name: m.stats().dropped for spec, m in self.pairs}
+
+    def shed_counts(self) -> dict[str, tuple[int, int]]:
+        """Per query: (partial matches shed, input events dropped) so far; empty without shedding.  Events are
+        dropped only by the ``random_events`` baseline policy and count against every query."""
+        if self.shedder is None:
+            return {}
+        runs = {q.matcher.name: q.shed_runs for q in self.shedder.queries}
+        dropped = self.shedder.shed_events
+        return {spec.name: (runs.get(spec.name, 0), dropped) for spec in self.specs}
+
+    def shard_keys(self, always_keyed: Callable[[str, str], bool] | None = None) -> dict[str, str | None]:
+        """Per query, the attribute its stream can be cut by (:func:`shard_key`)."""
+        return {cq.name: shard_key(cq, always_keyed) for cq in self.cqs}
+
+    def unpartitioned(self, attrs: frozenset[str] = JOB_KEYS) -> list[str]:
+        """Queries that would miss matches when the group splits the jobs over several processes: those whose stream
+        cannot be cut (:func:`shard_key`) or whose equivalence names none of ``attrs``."""
+        return [cq.name for cq in self.cqs if shard_key(cq) is None or not (set(cq.equivalence) & attrs)]
+
+
+# ------------------------------------------------------------------------------------------------ finite streams
+
+
+def match_events(queries: CompiledQuery | list[CompiledQuery], events: Iterable[Event]) -> list[Record]:
+    """Match a finite stream: sort it, feed every query, return all records in order of completion.
+
+    With several queries, the records of one event come in the order the queries were given.
+    """
+    cqs = [queries] if isinstance(queries, CompiledQuery) else list(queries)
+    ordered = sort_events(events)
+    widest = max((e.thi - e.tlo for e in ordered), default=0)
+    matchers = [make_matcher(cq, widest) for cq in cqs]
+    out: list[Record] = []
+    for ev in ordered:
+        for m in matchers:
+            out.extend(m.feed(ev))
+    for m in matchers:
+        out.extend(m.flush())
+    return out
+
+
+class StreamedMatch:
+    """:func:`match_events` as a generator under ``limits``: iterate it for the records in the same order, each as
+    soon as it completes, so that an exponential output is written out instead of held; then :meth:`dropped` gives
+    what the bounds dropped per query."""
+
+    def __init__(self, queries: Iterable[CompiledQuery], events: Iterable[Event], limits: Limits | None = None) -> None:
+        self.cqs = list(queries)
+        self.events = events
+        self.limits = limits if limits is not None else Limits()
+        self.matchers: list[Any] = []
+
+    def __iter__(self) -> Iterator[Record]:
+        ordered = sort_events(self.events)
+        widest = max((e.thi - e.tlo for e in ordered), default=0)
+        self.matchers = [make_matcher(cq, widest) for cq in self.cqs]
+        for m in self.matchers:
+            m.set_limits(self.limits)
+        matchers = self.matchers
+        for ev in ordered:
+            for m in matchers:
+                got = m.feed(ev)
+                if got:
+                    yield from got
+        for m in matchers:
+            yield from m.flush()
+
+    def dropped(self) -> dict[str, int]:
+        """Per query name with drops: runs dropped or enumerations cut short."""
+        out = {}
+        for cq, m in zip(self.cqs, self.matchers, strict=False):
+            n = m.stats().dropped
+            if n:
+                out[cq.name] = n
+        return out

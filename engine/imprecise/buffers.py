@@ -1,0 +1,143 @@
+"""The possible-worlds evaluator's event buffers: per type, sorted by lower bound and indexed by partition key."""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from typing import Any
+
+from engine.events import Event
+from engine.output import key_of
+
+NEG_INF = -math.inf
+
+
+class Keyed:
+    """The events of one type and one partition key (or without the key), sorted like their type buffer."""
+
+    __slots__ = ("events", "los", "arrs")
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.los: list[int] = []
+        self.arrs: list[int] = []
+
+    def add(self, e: Event, arr: int) -> None:
+        if not self.los or e.tlo >= self.los[-1]:
+            self.events.append(e)
+            self.los.append(e.tlo)
+            self.arrs.append(arr)
+        else:
+            i = bisect_left(self.los, e.tlo + 1)
+            self.events.insert(i, e)
+            self.los.insert(i, e.tlo)
+            self.arrs.insert(i, arr)
+
+    def bounds(self, lo_from: float, hi_exclusive: float) -> tuple[int, int]:
+        los = self.los
+        i = 0 if lo_from == NEG_INF else bisect_left(los, lo_from)
+        j = len(los) if hi_exclusive == math.inf else bisect_left(los, hi_exclusive)
+        return i, j
+
+    def prune(self, min_thi: float) -> None:
+        keep = [k for k, e in enumerate(self.events) if e.thi >= min_thi]
+        if len(keep) != len(self.events):
+            self.events = [self.events[k] for k in keep]
+            self.los = [self.los[k] for k in keep]
+            self.arrs = [self.arrs[k] for k in keep]
+
+
+class TypeBuffer:
+    """Buffered events of one type sorted by lower bound (ties in arrival order), for range look-ups by bisection,
+    and the same events indexed by the value of the query's first equivalence attribute (``key``; events without it in
+    a shared list that every key sees).  ``width`` is the widest interval seen, so that the events whose upper bound
+    can reach a floor start at or after ``floor - width``."""
+
+    __slots__ = ("events", "los", "width", "key", "keyed", "arrived")
+
+    def __init__(self, key: str | None = None) -> None:
+        self.events: list[Event] = []
+        self.los: list[int] = []
+        self.width = 0
+        self.key = key
+        self.keyed: dict[Any, Keyed] = {}
+        self.arrived = 0
+
+    def add(self, e: Event) -> None:
+        # Arrival order is nearly lower-bound order; keep the list sorted by tlo for bisection.
+        if not self.los or e.tlo >= self.los[-1]:
+            self.events.append(e)
+            self.los.append(e.tlo)
+        else:
+            i = bisect_left(self.los, e.tlo + 1)
+            self.events.insert(i, e)
+            self.los.insert(i, e.tlo)
+        w = e.thi - e.tlo
+        if w > self.width:
+            self.width = w
+        if self.key is not None:
+            v = key_of(e.attrs.get(self.key))
+            sub = self.keyed.get(v)
+            if sub is None:
+                sub = self.keyed[v] = Keyed()
+            sub.add(e, self.arrived)
+            self.arrived += 1
+
+    def span(self, floor: float, hi_exclusive: float) -> list[Event]:
+        """Events whose lower bound is < ``hi_exclusive`` and whose upper bound may be >= ``floor`` (a superset: the
+        caller still tests ``thi``)."""
+        los = self.los
+        i = 0 if floor == NEG_INF else bisect_left(los, floor - self.width)
+        j = len(los) if hi_exclusive == math.inf else bisect_left(los, hi_exclusive)
+        return self.events[i:j]
+
+    def span_key(self, value: Any, floor: float, hi_exclusive: float) -> list[Event]:
+        """:meth:`span` restricted to the events whose key is ``value`` or missing (``value`` not None), in the same
+        order."""
+        lo_from = NEG_INF if floor == NEG_INF else floor - self.width
+        mine = self.keyed.get(key_of(value))
+        shared = self.keyed.get(None)
+        if shared is None or not shared.events:
+            if mine is None:
+                return []
+            i, j = mine.bounds(lo_from, hi_exclusive)
+            return mine.events[i:j]
+        i2, j2 = shared.bounds(lo_from, hi_exclusive)
+        if mine is None or not mine.events:
+            return shared.events[i2:j2]
+        i1, j1 = mine.bounds(lo_from, hi_exclusive)
+        if i1 == j1:
+            return shared.events[i2:j2]
+        if i2 == j2:
+            return mine.events[i1:j1]
+        a, b = mine, shared  # merge by (tlo, arrival): the order of the type buffer
+        out = []
+        while i1 < j1 and i2 < j2:
+            if (a.los[i1], a.arrs[i1]) <= (b.los[i2], b.arrs[i2]):
+                out.append(a.events[i1])
+                i1 += 1
+            else:
+                out.append(b.events[i2])
+                i2 += 1
+        out.extend(a.events[i1:j1])
+        out.extend(b.events[i2:j2])
+        return out
+
+    def candidates(self, eqv: tuple[Any, ...], floor: float, hi_exclusive: float) -> list[Event]:
+        """:meth:`span`, through the key index when the key is bound in ``eqv`` (its first entry)."""
+        if self.key is not None and eqv[0] is not None:
+            return self.span_key(eqv[0], floor, hi_exclusive)
+        return self.span(floor, hi_exclusive)
+
+    def prune(self, min_thi: float) -> None:
+        gone = [e for e in self.events if e.thi < min_thi]
+        if gone:
+            self.events = [e for e in self.events if e.thi >= min_thi]
+            self.los = [e.tlo for e in self.events]
+            if self.key is not None:
+                for v in {key_of(e.attrs.get(self.key)) for e in gone}:
+                    sub = self.keyed.get(v)
+                    if sub is not None:
+                        sub.prune(min_thi)
+                        if not sub.events:
+                            del self.keyed[v]

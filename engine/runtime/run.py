@@ -1,0 +1,29 @@
+"""A partial match of the NFA^b runtime, and the error for events fed out of time order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Run:
+    """One partial match: the component it waits at (``k``), whether that Kleene component has elements (``kin``),
+    the binding, the first/last selected times and the equivalence values bound so far (``eqv``)."""
+
+    __slots__ = ("k", "kin", "bind", "t_first", "t_last", "t_prev", "eqv")
+
+    def __init__(self, k: int, kin: bool, bind: list[Any], t_first: float, t_last: float, t_prev: float,
+                 eqv: tuple[Any, ...]) -> None:
+        self.k = k
+        self.kin = kin
+        self.bind = bind
+        self.t_first = t_first
+        self.t_last = t_last
+        self.t_prev = t_prev
+        self.eqv = eqv
+
+    def clone(self) -> Run:
+        return Run(self.k, self.kin, self.bind.copy(), self.t_first, self.t_last, self.t_prev, self.eqv)
+
+
+class OutOfOrderError(ValueError):
+    """An event older than one already fed: the precise runtime needs time order (see the service's watermark)."""
