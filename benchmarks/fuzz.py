@@ -151,7 +151,7 @@ def check_event_file(data: bytes) -> None:
     from app.commands import CommandError
     from app.commands.match import _parse_lines, decode_line
     from engine import EventError, event_from_json
-    from engine.events import max_width_ticks
+    from engine.events import EventDecoder, max_width_ticks
     from engine.runtime.limits import Limits, StreamedMatch
 
     widest = max_width_ticks(7.5, 0.1)
@@ -171,7 +171,7 @@ def check_event_file(data: bytes) -> None:
             continue
         events.append(ev)
     try:
-        _parse_lines(io.BytesIO(data), "fuzz.jsonl", 0.1, event_from_json, EventError, 7.5)
+        _parse_lines(io.BytesIO(data), "fuzz.jsonl", EventDecoder(0.1, 7.5))
         assert first_bad is None, f"line {first_bad} is bad on its own but the file was accepted"
     except CommandError as err:
         m = re.match(r"fuzz\.jsonl:(\d+): \S", str(err))
