@@ -3,7 +3,7 @@
 Why a layer: the processing code (watermark, engine, checkpoints) stays testable without Kafka, the client library
 can be swapped, and the client settings that matter on a 2-core machine (large fetches, no CRC re-checks, producer
 batching) live in one place.  kafka-python 2.x is used: its rebalance callbacks run inside ``poll()`` on the caller's
-thread, which the checkpoint-on-revoke logic of :mod:`app.service` relies on.
+thread, which the checkpoint-on-revoke logic of :mod:`app.stream` relies on.
 """
 
 from __future__ import annotations

@@ -193,7 +193,8 @@ _SERVICE: list = []
 
 
 def _kafka_setup() -> None:
-    from app.service import Service, ServiceConfig
+    from app.stream import Service, ServiceConfig
+    from app.stream.memory import MemoryBroker, MemorySource
     from engine.language.packs import load_pack
 
     tmp = tempfile.mkdtemp(prefix="hcep-fuzz-kafka-")
@@ -208,21 +209,20 @@ def _kafka_setup() -> None:
         matches_topic=None,
         shedding=False,
     )
-    _SERVICE.append(Service(cfg, pack))
+    broker = MemoryBroker()
+    broker.create("t", 1)
+    svc = Service(cfg, pack, source=MemorySource(broker, ["t"]))
+    svc.start()
+    while not svc.epoch.active:
+        svc.step()
+    _SERVICE.append(svc)
     _SERVICE.append(0)
-    _kafka_epoch()
 
 
 def _kafka_epoch() -> None:
+    """A new epoch over the same (empty) partition: a fresh engine and watermark."""
     svc = _SERVICE[0]
-    svc._reset_epoch_state()
-    tp = ("t", 0)
-    svc.assignment = {tp}
-    svc.position[tp] = 0
-    svc.replayed_until[tp] = 0
-    svc.skip[tp] = set()
-    svc.wm.add(tp, 0, 0, 0, float("-inf"), 0.0)
-    svc.epoch_active = True
+    svc._begin_epoch({("t", 0)})
 
 
 def check_kafka_value(data: bytes) -> None:
@@ -234,23 +234,22 @@ def check_kafka_value(data: bytes) -> None:
     _SERVICE[1] += 1
     if _SERVICE[1] % 2000 == 0:  # the watermark buffers what it accepts: start a new epoch now and then
         _kafka_epoch()
-    offset = svc.position[("t", 0)]
-    dead0 = len(svc.pending_dead)
+    outputs = svc.outputs
+    offset = svc.epoch.position[("t", 0)]
+    dead0 = len(outputs.dead)
     total0 = svc.metrics.total("hcep_deadletter_total")
     events0 = svc.metrics.total("hcep_events_total")
     svc._ingest([SimpleNamespace(topic="t", partition=0, offset=offset, value=data, timestamp=0)])
     lines = data.split(b"\n") if b"\n" in data else [data]
     nonblank = sum(1 for line in lines if line and not line.isspace())
-    dead = svc.pending_dead[dead0:]
+    dead = outputs.dead[dead0:]
     assert svc.metrics.total("hcep_events_total") - events0 == nonblank
     assert svc.metrics.total("hcep_deadletter_total") - total0 == len(dead)
-    assert len({(d[2], d[3]) for d in dead}) == len(dead), "one dead letter per line"
+    assert len({(d.offset, d.idx) for d in dead}) == len(dead), "one dead letter per line"
     for d in dead:
-        assert d[0] == "t" and d[2] == offset and 0 <= d[3] < len(lines) and d[4], d
-    if len(svc.pending_dead) > 10_000:
-        svc.pending_dead.clear()
-        svc.dead_lines.clear()
-        svc.pending_events.clear()
+        assert d.topic == "t" and d.offset == offset and 0 <= d.idx < len(lines) and d.reason, d
+    if len(outputs.dead) > 10_000:
+        outputs.clear()
 
 
 # -- query text ---------------------------------------------------------------------------------------------------
@@ -859,6 +858,7 @@ def run_atheris(target: Target, runs: int, seed: int, timeout: float, out: Path,
         import app.alerts.webhook  # noqa: F401 - instrumented for coverage
         import app.commands.match  # noqa: F401
         import app.service  # noqa: F401
+        import app.stream.decode  # noqa: F401
         import app.spark.archive  # noqa: F401
         import collectors.ganglia.derive  # noqa: F401
         import collectors.ganglia.rrd  # noqa: F401

@@ -36,7 +36,7 @@ from itertools import islice
 from typing import Any
 
 from contracts.alerts import Alert, rfc3339
-from contracts.records import record_id
+from contracts.records import MatchRecord, record_id
 from engine.language import ast
 from engine.language.packs import AlertRuleSpec, Pack
 
@@ -244,11 +244,13 @@ class AlertEngine:
         self.now = NEG_INF
 
     # ------------------------------------------------------------------ feeding
-    def observe(self, record: dict[str, Any], now: float) -> list[Alert]:
+    def observe(self, record: dict[str, Any] | MatchRecord, now: float) -> list[Alert]:
         """The transitions ``record``, which came out of the engine at stream time ``now``, causes (and any deadline
         passed by ``now``).  ``now`` may lie behind the stream time already reached -- a process that took over
         another's partitions replays their older events -- and the record is then judged at its own time: its holds
         and staleness count from there, and a deadline already passed is met at once."""
+        if isinstance(record, MatchRecord):
+            record = record.to_dict()
         rules = self.by_query.get(record.get("query", ""))
         out = self.advance(now) if now > self.now else []
         if not rules:
@@ -267,7 +269,7 @@ class AlertEngine:
             out.extend(self._expire(self.now))
         return out
 
-    def observe_many(self, records: Iterable[dict[str, Any]], now: float) -> list[Alert]:
+    def observe_many(self, records: Iterable[dict[str, Any] | MatchRecord], now: float) -> list[Alert]:
         out: list[Alert] = []
         for record in records:
             out.extend(self.observe(record, now))
