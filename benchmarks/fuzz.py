@@ -858,8 +858,8 @@ def run_atheris(target: Target, runs: int, seed: int, timeout: float, out: Path,
         import app.alerts.webhook  # noqa: F401 - instrumented for coverage
         import app.commands.match  # noqa: F401
         import app.service  # noqa: F401
-        import app.stream.decode  # noqa: F401
         import app.spark.archive  # noqa: F401
+        import app.stream.decode  # noqa: F401
         import collectors.ganglia.derive  # noqa: F401
         import collectors.ganglia.rrd  # noqa: F401
         import collectors.ganglia.xml  # noqa: F401

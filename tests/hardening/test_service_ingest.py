@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.stream import Service, ServiceConfig
 from app.store import Store, store_path
+from app.stream import Service, ServiceConfig
 from app.stream.memory import MemoryBroker, MemorySource
 from engine.language.packs import parse_pack
 
