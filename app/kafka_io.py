@@ -117,7 +117,7 @@ class Producer:
     @staticmethod
     def partition_for(key: bytes, partitions: list[int]) -> int:
         """The partition the default partitioner gives ``key`` (murmur2, as the Java client)."""
-        return partitions[(murmur2(key) & 0x7FFFFFFF) % len(partitions)]
+        return partitions[(int(murmur2(key)) & 0x7FFFFFFF) % len(partitions)]
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait for all sends; raise the first delivery error (so callers never lose events silently)."""
@@ -158,7 +158,7 @@ class _Consumer:
         self._c.seek_to_beginning(*[_tp(tp) for tp in tps])
 
     def position(self, tp: TP) -> int:
-        return self._c.position(_tp(tp))
+        return int(self._c.position(_tp(tp)))
 
     def connected(self, tp: TP) -> bool:
         """Is the connection to the partition's leader up?  (While it is not, silence proves nothing.)"""
@@ -166,7 +166,8 @@ class _Consumer:
 
     def highwater(self, tp: TP) -> int | None:
         """The end offset the last fetch response reported (no request)."""
-        return self._c.highwater(_tp(tp))
+        hw = self._c.highwater(_tp(tp))
+        return None if hw is None else int(hw)
 
     def beginning_offsets(self, tps: Iterable[TP]) -> dict[TP, int]:
         got = self._c.beginning_offsets([_tp(tp) for tp in tps])
@@ -183,7 +184,7 @@ class _Consumer:
             log.debug("consumer close failed", exc_info=True)
 
 
-class _Listener(ConsumerRebalanceListener):
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python has no type information
     def __init__(self, on_revoke: Callable[[set[TP]], None], on_assign: Callable[[set[TP]], None]) -> None:
         self._on_revoke = on_revoke
         self._on_assign = on_assign

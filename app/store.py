@@ -268,7 +268,7 @@ class Store:
                               (owner,)).fetchone()
         return row[0] if row else None
 
-    def _many(self, sql: str, rows: list[tuple]) -> None:
+    def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.executemany(sql, rows)
@@ -337,7 +337,7 @@ class Store:
     def alert_rows(self, status: str | None = None) -> list[dict[str, Any]]:
         sql = ("SELECT id, query, webhook, severity, status, attempts, created_at, delivered_at, last_error"
                " FROM alerts")
-        args: tuple = ()
+        args: tuple[Any, ...] = ()
         if status:
             sql += " WHERE status = ?"
             args = (status,)

@@ -123,7 +123,7 @@ def post(hook: Webhook, alerts: list[dict[str, Any]], timeout: float = 5.0, ids:
 
 def backoff(attempts: int, base: float, cap: float) -> float:
     """Seconds before the next try after ``attempts`` failures: exponential, capped, with jitter."""
-    return min(cap, base * (2 ** max(0, attempts - 1))) * (0.5 + random.random() / 2)
+    return float(min(cap, base * (2 ** max(0, attempts - 1))) * (0.5 + random.random() / 2))
 
 
 class AlertSender(threading.Thread):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from app.pack_runner import PackRunner
 from app.store import Store
@@ -66,7 +66,7 @@ class Epoch:
         and nothing at or below K waits (the engine then stands where the checkpointed one stood at K)."""
         wm = self.wm
         assert self.exact_until is not None
-        until: Key = tuple(self.exact_until)  # type: ignore[assignment]
+        until = cast(Key, tuple(self.exact_until))
         pending = {tp for tp in self.assignment if self.position[tp] < self.replayed_until[tp]}
         frontier = wm.frontier(lambda tp, _p: tp in pending)
         out = wm.release(frontier, until=until)
@@ -80,7 +80,7 @@ class Epoch:
             log.info("replay done: engine rebuilt up to %s", list(until))
         return out, feed, done
 
-    def live(self, now: float, caught_up: Callable[[Tp], bool]) -> list[Entry]:
+    def live(self, now: float, caught_up: Callable[[Any], bool]) -> list[Entry]:
         """What the watermark releases now (partitions idle and read up do not hold it)."""
         wm = self.wm
         return wm.release(wm.live_frontier(now, caught_up))

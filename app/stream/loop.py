@@ -398,8 +398,8 @@ class Service:
     def _release(self, now: float) -> None:
         epoch = self.epoch
         if epoch.replaying:
-            out, feed, done = epoch.replay()
-            for ev in feed:
+            out, replayed, done = epoch.replay()
+            for ev in replayed:
                 self._feed(ev, True)
             if out:
                 self.metrics.inc("hcep_engine_events_total", len(out))
@@ -444,9 +444,7 @@ class Service:
         pack = self.pack.name
         outputs = self.outputs
         for spec, raw in out:
-            record = MatchRecord(
-                raw["query"], raw["match"], raw.get("confidence"), raw.get("start"), raw.get("end"), raw.get("return")
-            )
+            record = MatchRecord(raw["query"], raw["match"], raw["confidence"], raw["start"], raw["end"], raw["return"])
             outputs.record(record, spec.output, pack, now)
             if spec.name in rules.queries:
                 alerts.extend(rules.observe(record, now_s))

@@ -150,10 +150,10 @@ class MemoryBroker:
                 for i, tp in enumerate(tps):
                     g.members[members[i % len(members)]].assignment.add(tp)
                 g.stable = True
-            m = g.members.get(name)
-            if m is None:
+            me = g.members.get(name)
+            if me is None:
                 return None
-            return g.generation, set(m.assignment)
+            return g.generation, set(me.assignment)
 
 
 class MemorySource:
