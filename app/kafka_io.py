@@ -3,7 +3,7 @@
 Why a layer: the processing code (watermark, engine, checkpoints) stays testable without Kafka, the client library
 can be swapped, and the client settings that matter on a 2-core machine (large fetches, no CRC re-checks, producer
 batching) live in one place.  kafka-python 2.x is used: its rebalance callbacks run inside ``poll()`` on the caller's
-thread, which the checkpoint-on-revoke logic of :mod:`app.service` relies on.
+thread, which the checkpoint-on-revoke logic of :mod:`app.stream` relies on.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class Producer:
     @staticmethod
     def partition_for(key: bytes, partitions: list[int]) -> int:
         """The partition the default partitioner gives ``key`` (murmur2, as the Java client)."""
-        return partitions[(murmur2(key) & 0x7FFFFFFF) % len(partitions)]
+        return partitions[(int(murmur2(key)) & 0x7FFFFFFF) % len(partitions)]
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait for all sends; raise the first delivery error (so callers never lose events silently)."""
@@ -158,17 +158,16 @@ class _Consumer:
         self._c.seek_to_beginning(*[_tp(tp) for tp in tps])
 
     def position(self, tp: TP) -> int:
-        return self._c.position(_tp(tp))
+        return int(self._c.position(_tp(tp)))
 
     def connected(self, tp: TP) -> bool:
         """Is the connection to the partition's leader up?  (While it is not, silence proves nothing.)"""
-        client = self._c._client  # kafka-python exposes no public call for this
-        leader = client.cluster.leader_for_partition(_tp(tp))
-        return leader is not None and leader >= 0 and client.connected(leader)
+        return leader_connected(self._c, _tp(tp))
 
     def highwater(self, tp: TP) -> int | None:
         """The end offset the last fetch response reported (no request)."""
-        return self._c.highwater(_tp(tp))
+        hw = self._c.highwater(_tp(tp))
+        return None if hw is None else int(hw)
 
     def beginning_offsets(self, tps: Iterable[TP]) -> dict[TP, int]:
         got = self._c.beginning_offsets([_tp(tp) for tp in tps])
@@ -185,7 +184,7 @@ class _Consumer:
             log.debug("consumer close failed", exc_info=True)
 
 
-class _Listener(ConsumerRebalanceListener):
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python has no type information
     def __init__(self, on_revoke: Callable[[set[TP]], None], on_assign: Callable[[set[TP]], None]) -> None:
         self._on_revoke = on_revoke
         self._on_assign = on_assign
@@ -212,15 +211,19 @@ class GroupConsumer(_Consumer):
         config = dict(_CONSUMER_DEFAULTS, **overrides)
         consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=group, client_id=client_id,
                                  **config)
-        consumer.subscribe(topics=list(topics), listener=_Listener(on_revoke, on_assign))
+        self._topics = list(topics)
+        self._listener = _Listener(on_revoke, on_assign)
+        consumer.subscribe(topics=self._topics, listener=self._listener)
         super().__init__(consumer)
 
     def partitions(self, topic: str) -> set[int]:
         return set(self._c.partitions_for_topic(topic) or ())
 
     def rejoin(self) -> None:
-        """Ask for a new round of assignment at the next poll (kafka-python has no public call for it)."""
-        self._c._coordinator.request_rejoin()
+        """A new round of assignment at the next poll: leave the group and subscribe again (public calls only; the
+        listener sees the usual revoke-then-assign around the rejoin)."""
+        self._c.unsubscribe()
+        self._c.subscribe(topics=self._topics, listener=self._listener)
 
     def commit(self, offsets: Mapping[TP, tuple[int, str]]) -> None:
         """Commit ``{tp: (next offset, metadata)}`` to the group (monitoring and hand-over; errors are logged)."""
@@ -259,6 +262,22 @@ class AssignedConsumer(_Consumer):
             tps.extend(TopicPartition(topic, p) for p in sorted(parts))
         consumer.assign(tps)
         super().__init__(consumer)
+
+
+# -------------------------------------------------------------------------------------------------------- private
+def leader_connected(consumer: KafkaConsumer, tp: TopicPartition) -> bool:
+    """Is ``consumer``'s connection to the leader of ``tp`` up?  The one use of kafka-python's private API.
+
+    Why private: nothing public tells it.  ``bootstrap_connected()`` speaks of the bootstrap connection only;
+    ``metrics()`` has ``connection-count``, which counts failed connections too, and per-node request rates that
+    take a sample window (30 s) to fall; ``end_offsets()`` answers it, but blocks up to ``request_timeout_ms`` (5
+    minutes) while the broker is away.  The service needs the answer at once, every loop turn it thinks itself idle
+    (:meth:`app.stream.source.KafkaSource.caught_up`).  ``tests/app/test_kafka_io.py`` fails if kafka-python
+    changes what this reads.
+    """
+    client = consumer._client
+    leader = client.cluster.leader_for_partition(tp)
+    return leader is not None and leader >= 0 and bool(client.connected(leader))
 
 
 # -------------------------------------------------------------------------------------------------------- admin

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 TOPIC_PREFIX = "hcep.events."
-DEFAULT_PARTITIONS = 4  # as ``hcep run`` creates its topics (app.service.ServiceConfig.topic_partitions)
+DEFAULT_PARTITIONS = 4  # as ``hcep run`` creates its topics (app.stream.config.ServiceConfig.topic_partitions)
 
 
 class PublishError(Exception):

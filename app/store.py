@@ -5,20 +5,9 @@ match records, alert outbox rows, dead letters and consumer offsets together -- 
 argument of :mod:`app.checkpoint` rests on.  ``synchronous=NORMAL``: a committed checkpoint survives the process
 being killed (kill -9); only a power cut may lose the last one, and replay then redoes it.
 
-Tables (the dashboard may read all of them):
-
-- ``matches``: one row per match record (SPEC section 5), ``id`` = :func:`app.checkpoint.record_id`;
-- ``alerts``: the durable webhook outbox, one row per alert *transition* (fired, severity changed, resolved; see
-  :mod:`app.alerts.rules`), ``id`` = the transition's idempotency key, ``fingerprint`` = the alert's identity (its
-  labels), ``state`` firing or resolved, ``starts_at``/``ends_at`` in event time;
-- ``alert_state``: per process, the alert rules' state (open groups, pending holds) at the last checkpoint;
-- ``deadletter``: late and invalid events with the reason;
-- ``offsets`` / ``checkpoints``: per partition and per process, what a restart resumes from;
-- ``senders``: each process's last sign of life, so that another one can adopt a dead one's undelivered alerts;
-- ``query_stats``: per query every few seconds, runs alive and partial matches shed (load shedding), kept a week;
-- ``events``: the consumed events the dashboard plots (Ganglia's LoadStd / Balance / Imbalance and a downsampled
-  ``Metric`` series of the load metric), ``event`` = the event's JSON; kept for ``events_keep_seconds`` of event time
-  and at most about ``events_max_rows`` rows (the oldest go first).
+The schema (tables, version, migrations) and the typed rows a checkpoint writes are :mod:`contracts.schema`, shared
+with the read-only :class:`contracts.store.StoreReader`.  ``events`` is pruned here: kept for ``events_keep_seconds``
+of event time and at most about ``events_max_rows`` rows (the oldest go first).
 """
 
 from __future__ import annotations
@@ -31,88 +20,53 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS matches (
-    id TEXT PRIMARY KEY, query TEXT NOT NULL, pack TEXT, confidence REAL, start REAL, "end" REAL,
-    record TEXT NOT NULL, emitted_at REAL NOT NULL, instance TEXT, published INTEGER NOT NULL DEFAULT 0);
-CREATE INDEX IF NOT EXISTS matches_by_time ON matches(emitted_at);
-CREATE INDEX IF NOT EXISTS matches_unpublished ON matches(instance, published);
-CREATE TABLE IF NOT EXISTS alerts (
-    id TEXT PRIMARY KEY, query TEXT NOT NULL, webhook TEXT NOT NULL, severity TEXT, alert TEXT NOT NULL,
-    status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_at REAL NOT NULL, created_at REAL NOT NULL,
-    delivered_at REAL, last_error TEXT, owner TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS alerts_due ON alerts(owner, status, next_at);
-CREATE TABLE IF NOT EXISTS deadletter (
-    topic TEXT NOT NULL, partition INTEGER NOT NULL, "offset" INTEGER NOT NULL, idx INTEGER NOT NULL,
-    reason TEXT NOT NULL, event TEXT, at REAL NOT NULL, PRIMARY KEY (topic, partition, "offset", idx));
-CREATE TABLE IF NOT EXISTS offsets (
-    scope TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, position INTEGER NOT NULL,
-    rebuild_from INTEGER NOT NULL, newest REAL, writer TEXT, seq INTEGER, updated_at REAL,
-    PRIMARY KEY (scope, topic, partition));
-CREATE TABLE IF NOT EXISTS senders (owner TEXT PRIMARY KEY, heartbeat_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS query_stats (
-    ts REAL NOT NULL, query TEXT NOT NULL, runs INTEGER, shed INTEGER, instance TEXT);
-CREATE INDEX IF NOT EXISTS query_stats_by_time ON query_stats(ts);
-CREATE TABLE IF NOT EXISTS events (
-    id TEXT PRIMARY KEY, type TEXT NOT NULL, ts REAL NOT NULL, host TEXT, event TEXT NOT NULL, instance TEXT);
-CREATE INDEX IF NOT EXISTS events_by_time ON events(ts);
-CREATE TABLE IF NOT EXISTS checkpoints (
-    scope TEXT PRIMARY KEY, seq INTEGER NOT NULL, released TEXT, horizon REAL, assignment TEXT, updated_at REAL);
-CREATE TABLE IF NOT EXISTS alert_state (scope TEXT PRIMARY KEY, state TEXT NOT NULL, updated_at REAL, owner TEXT);
-"""
+from contracts.schema import (
+    MIGRATIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    STORE_FILE,
+    AlertRow,
+    AlertStateRow,
+    CheckpointRow,
+    DeadLetterRow,
+    EventRow,
+    MatchRow,
+    OffsetRow,
+)
 
-#: The schema's version (``PRAGMA user_version``).  1: the tables above without the alert-transition columns;
-#: 2: ``alerts.fingerprint``, ``state``, ``starts_at``, ``ends_at`` and the ``alert_state`` table.
-SCHEMA_VERSION = 2
-#: Each step takes the store from version ``n`` to ``n + 1`` (columns are added only where missing).
-MIGRATIONS: dict[int, list[tuple[str, str, str]]] = {
-    1: [("alerts", "fingerprint", "TEXT"), ("alerts", "state", "TEXT"), ("alerts", "starts_at", "REAL"),
-        ("alerts", "ends_at", "REAL")],
-}
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "STORE_FILE",
+    "AlertRow",
+    "AlertStateRow",
+    "Batch",
+    "CheckpointRow",
+    "DeadLetterRow",
+    "EventRow",
+    "MatchRow",
+    "OffsetRow",
+    "Store",
+    "store_path",
+]
 
-STORE_FILE = "hcep.sqlite"
 STATS_RETENTION = 7 * 86400.0  # seconds of query_stats kept
 EVENTS_KEEP_SECONDS = 86400.0  # event time kept in the events table, behind its newest event
 EVENTS_MAX_ROWS = 200_000  # rows kept in the events table (checked every EVENTS_MAX_ROWS // 10 inserts)
 
 
 @dataclass
-class OffsetRow:
-    """One partition's checkpoint: read up to ``position``; replay from ``rebuild_from``; ``newest`` = the newest
-    event time (ticks) before ``rebuild_from``, for the lateness rule."""
-
-    scope: str
-    topic: str
-    partition: int
-    position: int
-    rebuild_from: int
-    newest: float | None
-    writer: str
-    seq: int
-
-
-@dataclass
-class CheckpointRow:
-    scope: str
-    seq: int
-    released: list | None  # the release key of the last event fed to the engine
-    horizon: float | None
-    assignment: list[list]  # [[topic, partition], ...]
-
-
-@dataclass
 class Batch:
     """What one checkpoint writes, in one transaction."""
 
-    matches: list[tuple]  # (id, query, pack, confidence, start, end, record_json, emitted_at, instance)
-    # (id, rule, webhook, severity, alert_json, status, next_at, created_at, owner, fingerprint, state, starts_at,
-    #  ends_at)
-    alerts: list[tuple]
-    deadletters: list[tuple]  # (topic, partition, offset, idx, reason, event_json, at)
-    offsets: list[OffsetRow]
+    matches: Sequence[MatchRow]
+    alerts: Sequence[AlertRow]
+    deadletters: Sequence[DeadLetterRow]
+    offsets: Sequence[OffsetRow]
     checkpoint: CheckpointRow | None
-    events: list[tuple] = field(default_factory=list)  # (id, type, ts, host, event_json, instance)
-    alert_state: tuple[str, str, str] | None = None  # (scope, the alert rules' state as JSON, owner)
+    events: Sequence[EventRow] = field(default_factory=list)
+    alert_state: AlertStateRow | None = None
 
 
 def store_path(data_dir: str) -> str:
@@ -214,7 +168,7 @@ class Store:
             raise
         return new_alerts
 
-    def _add_events(self, rows: list[tuple]) -> None:
+    def _add_events(self, rows: Sequence[EventRow]) -> None:
         """Insert (ids seen before are ignored) and prune, inside the caller's transaction.  The time rule is one
         indexed range delete; the row cap costs a COUNT, so it runs once per ``events_max_rows // 10`` inserts."""
         db = self.db
@@ -277,7 +231,7 @@ class Store:
         row = self.db.execute(
             "SELECT scope, topic, partition, position, rebuild_from, newest, writer, seq FROM offsets"
             " WHERE scope = ? AND topic = ? AND partition = ?", (scope, topic, partition)).fetchone()
-        return OffsetRow(*row) if row else None
+        return OffsetRow._make(row) if row else None
 
     def deadletter_offsets(self, topic: str, partition: int, lo: int, hi: int) -> set[tuple[int, int]]:
         """``{(offset, idx)}`` dead-lettered in ``[lo, hi)``: a replay skips them to repeat the same decisions."""
@@ -314,7 +268,7 @@ class Store:
                               (owner,)).fetchone()
         return row[0] if row else None
 
-    def _many(self, sql: str, rows: list[tuple]) -> None:
+    def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.executemany(sql, rows)
@@ -383,7 +337,7 @@ class Store:
     def alert_rows(self, status: str | None = None) -> list[dict[str, Any]]:
         sql = ("SELECT id, query, webhook, severity, status, attempts, created_at, delivered_at, last_error"
                " FROM alerts")
-        args: tuple = ()
+        args: tuple[Any, ...] = ()
         if status:
             sql += " WHERE status = ?"
             args = (status,)

@@ -1,7 +1,7 @@
 """``hcep run --workers N``: N service processes in one consumer group, started and watched by one command.
 
 One Python process runs the engine on one core (the GIL); the group shares the partitions between its members
-(:mod:`app.service`), so N members use N cores.  The workers are ordinary ``hcep run`` processes named
+(:mod:`app.stream`), so N members use N cores.  The workers are ordinary ``hcep run`` processes named
 ``INSTANCE-0`` .. ``INSTANCE-(N-1)``, each with its metrics on ``PORT + k``; they share the data directory (one store
 for the dashboard), log to this process's stderr tagged with their name, and get SIGTERM should this process die
 (``setpriv --pdeathsig``).

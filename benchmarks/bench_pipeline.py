@@ -186,7 +186,7 @@ producer.close()
 def _run_service(bootstrap: str, prefix: str, pack_file: str, data_dir: str, url: str,
                  part: str = "") -> tuple[Any, dict]:
     from app.alerts import parse_webhooks
-    from app.service import Service, ServiceConfig
+    from app.stream import Service, ServiceConfig
     from engine.language.packs import load_pack
 
     cfg = ServiceConfig(pack=pack_file, bootstrap=bootstrap, group=f"{prefix}{part}", instance=f"bench{part}",
@@ -207,9 +207,9 @@ def _run_service(bootstrap: str, prefix: str, pack_file: str, data_dir: str, url
             return got
 
         def _release(self, now: float) -> None:  # per loop turn, not per event: the clocks cost a syscall each
-            fed = self.seq
+            fed = self.epoch.seq
             super()._release(now)
-            if self.seq != fed:
+            if self.epoch.seq != fed:
                 marks["last"] = time.perf_counter()
                 marks["last_cpu"] = time.process_time()
 

@@ -152,7 +152,7 @@ def check_event_file(data: bytes) -> None:
     from app.commands.match import _parse_lines, decode_line
     from engine import EventError, event_from_json
     from engine.evaluate import StreamedMatch
-    from engine.events import max_width_ticks
+    from engine.events import EventDecoder, max_width_ticks
     from engine.runtime.limits import Limits
 
     widest = max_width_ticks(7.5, 0.1)
@@ -172,7 +172,7 @@ def check_event_file(data: bytes) -> None:
             continue
         events.append(ev)
     try:
-        _parse_lines(io.BytesIO(data), "fuzz.jsonl", 0.1, event_from_json, EventError, 7.5)
+        _parse_lines(io.BytesIO(data), "fuzz.jsonl", EventDecoder(0.1, 7.5))
         assert first_bad is None, f"line {first_bad} is bad on its own but the file was accepted"
     except CommandError as err:
         m = re.match(r"fuzz\.jsonl:(\d+): \S", str(err))
@@ -194,7 +194,8 @@ _SERVICE: list = []
 
 
 def _kafka_setup() -> None:
-    from app.service import Service, ServiceConfig
+    from app.stream import Service, ServiceConfig
+    from app.stream.memory import MemoryBroker, MemorySource
     from engine.language.packs import load_pack
 
     tmp = tempfile.mkdtemp(prefix="hcep-fuzz-kafka-")
@@ -209,21 +210,20 @@ def _kafka_setup() -> None:
         matches_topic=None,
         shedding=False,
     )
-    _SERVICE.append(Service(cfg, pack))
+    broker = MemoryBroker()
+    broker.create("t", 1)
+    svc = Service(cfg, pack, source=MemorySource(broker, ["t"]))
+    svc.start()
+    while not svc.epoch.active:
+        svc.step()
+    _SERVICE.append(svc)
     _SERVICE.append(0)
-    _kafka_epoch()
 
 
 def _kafka_epoch() -> None:
+    """A new epoch over the same (empty) partition: a fresh engine and watermark."""
     svc = _SERVICE[0]
-    svc._reset_epoch_state()
-    tp = ("t", 0)
-    svc.assignment = {tp}
-    svc.position[tp] = 0
-    svc.replayed_until[tp] = 0
-    svc.skip[tp] = set()
-    svc.wm.add(tp, 0, 0, 0, float("-inf"), 0.0)
-    svc.epoch_active = True
+    svc._begin_epoch({("t", 0)})
 
 
 def check_kafka_value(data: bytes) -> None:
@@ -235,23 +235,22 @@ def check_kafka_value(data: bytes) -> None:
     _SERVICE[1] += 1
     if _SERVICE[1] % 2000 == 0:  # the watermark buffers what it accepts: start a new epoch now and then
         _kafka_epoch()
-    offset = svc.position[("t", 0)]
-    dead0 = len(svc.pending_dead)
+    outputs = svc.outputs
+    offset = svc.epoch.position[("t", 0)]
+    dead0 = len(outputs.dead)
     total0 = svc.metrics.total("hcep_deadletter_total")
     events0 = svc.metrics.total("hcep_events_total")
     svc._ingest([SimpleNamespace(topic="t", partition=0, offset=offset, value=data, timestamp=0)])
     lines = data.split(b"\n") if b"\n" in data else [data]
     nonblank = sum(1 for line in lines if line and not line.isspace())
-    dead = svc.pending_dead[dead0:]
+    dead = outputs.dead[dead0:]
     assert svc.metrics.total("hcep_events_total") - events0 == nonblank
     assert svc.metrics.total("hcep_deadletter_total") - total0 == len(dead)
-    assert len({(d[2], d[3]) for d in dead}) == len(dead), "one dead letter per line"
+    assert len({(d.offset, d.idx) for d in dead}) == len(dead), "one dead letter per line"
     for d in dead:
-        assert d[0] == "t" and d[2] == offset and 0 <= d[3] < len(lines) and d[4], d
-    if len(svc.pending_dead) > 10_000:
-        svc.pending_dead.clear()
-        svc.dead_lines.clear()
-        svc.pending_events.clear()
+        assert d.topic == "t" and d.offset == offset and 0 <= d.idx < len(lines) and d.reason, d
+    if len(outputs.dead) > 10_000:
+        outputs.clear()
 
 
 # -- query text ---------------------------------------------------------------------------------------------------
@@ -862,6 +861,7 @@ def run_atheris(target: Target, runs: int, seed: int, timeout: float, out: Path,
         import app.commands.match  # noqa: F401
         import app.service  # noqa: F401
         import app.spark.archive  # noqa: F401
+        import app.stream.decode  # noqa: F401
         import collectors.ganglia.derive  # noqa: F401
         import collectors.ganglia.rrd  # noqa: F401
         import collectors.ganglia.xml  # noqa: F401

@@ -1,5 +1,6 @@
 """What crosses rooms: the match record and alert types, their identities, and a read-only reader of the store
-(``contracts.store.StoreReader``; the writer's schema and migrations stay in ``app.store`` for now).
+(``contracts.store.StoreReader``) and the store's schema with its version, migrations and typed rows
+(``contracts.schema``; the writer is ``app.store``).
 
 The engine produces match records (SPEC section 5), ``app`` turns them into alerts and stores both, the dashboard and
 the Spark jobs read them back.  Each of those imports these types from here and nothing of the others' insides, so a

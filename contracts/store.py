@@ -3,8 +3,8 @@
 Why here and not in ``app``: the dashboard, the demo and tools read the store, and they must not import the service
 to do it (nor be able to create, migrate or lock the file).  The reader opens the file read-only (``mode=ro``), reads
 only the columns that exist -- a store of an older schema version gives fewer fields, not an error -- and hands back
-plain data and :class:`contracts.alerts.Alert` objects.  The writer's schema (tables, version, migrations) stays in
-``app.store``; what is read here is documented there.
+plain data and :class:`contracts.alerts.Alert` objects.  The schema (tables, version, migrations, typed rows) is
+:mod:`contracts.schema`, next to this reader; the writer is ``app.store``.
 
 Alerts: the ``alerts`` table holds one row per alert *transition* (fired, severity changed, resolved), in the order
 they were decided (``rowid``); ``alert`` is the transition as an Alertmanager v4 webhook entry.  An alert is open

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import requests
 
@@ -158,7 +158,7 @@ class Alertmanager:
 
     def status(self) -> dict[str, Any]:
         """``GET /api/v2/status``: version, uptime, cluster state and the loaded config."""
-        return self._json("GET", "/api/v2/status", dict)
+        return cast("dict[str, Any]", self._json("GET", "/api/v2/status", dict))
 
     def post_alerts(self, alerts: list[dict[str, Any]]) -> None:
         """``POST /api/v2/alerts`` of PostableAlerts (:meth:`contracts.alerts.Alert.to_json`).  A 400 means some
@@ -199,7 +199,7 @@ class Alertmanager:
         ``filter`` is ``{label: value}`` (equality) or Alertmanager matcher strings such as ``'severity=~"warn.*"'``.
         Resolved alerts are never listed."""
         params = self._selection(active, silenced, inhibited, unprocessed, filter, receiver)
-        return self._json("GET", "/api/v2/alerts", list, params=params)
+        return cast("list[dict[str, Any]]", self._json("GET", "/api/v2/alerts", list, params=params))
 
     def groups(
         self,
@@ -213,12 +213,12 @@ class Alertmanager:
         """``GET /api/v2/alerts/groups``: the route's groups (``labels`` = the ``group_by`` values, ``receiver``,
         ``alerts``)."""
         params = self._selection(active, silenced, inhibited, None, filter, receiver)
-        return self._json("GET", "/api/v2/alerts/groups", list, params=params)
+        return cast("list[dict[str, Any]]", self._json("GET", "/api/v2/alerts/groups", list, params=params))
 
     def silences(self, filter: Matchers = None) -> list[dict[str, Any]]:  # noqa: A002
         """``GET /api/v2/silences`` (all states: active, pending, expired)."""
         params = {"filter": _matchers(filter)} if filter else None
-        return self._json("GET", "/api/v2/silences", list, params=params)
+        return cast("list[dict[str, Any]]", self._json("GET", "/api/v2/silences", list, params=params))
 
     def create_silence(
         self,
@@ -251,7 +251,7 @@ class Alertmanager:
         data = self._json("POST", "/api/v2/silences", dict, body=body)
         if not isinstance(data.get("silenceID"), str):
             raise AlertmanagerError(f"POST {self.url}/api/v2/silences: no silenceID in the answer: {data!r:.120}")
-        return data["silenceID"]
+        return str(data["silenceID"])
 
     def expire_silence(self, silence_id: str) -> None:
         """``DELETE /api/v2/silence/{id}``: the silence ends now (it stays listed as expired)."""

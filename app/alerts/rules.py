@@ -33,16 +33,18 @@ import string
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import Any, TypeGuard
 
 from contracts.alerts import Alert, rfc3339
-from contracts.records import record_id
+from contracts.records import MatchRecord, record_id
 from engine.language import ast
 from engine.language.packs import AlertRuleSpec, Pack
 
 __all__ = ["AlertEngine", "compile_condition", "format_summary"]
 
 Env = dict[str, Any]
+GroupKey = tuple[Any, ...]  # a group's label values, in the rule's group_by order
+Record = dict[str, Any]  # a match record (SPEC section 5)
 Fn = Callable[[Env], Any]
 
 #: Event ids shown per pattern variable in an alert's evidence (the full record is in the store, by its id).
@@ -51,7 +53,7 @@ NEG_INF = -math.inf
 
 
 # --------------------------------------------------------------------------------------------------- conditions
-def _num(x: Any) -> bool:
+def _num(x: Any) -> TypeGuard[float]:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
@@ -136,14 +138,14 @@ class _Lenient(string.Formatter):
     """``str.format`` that leaves an unknown field as written and shows a value whose format spec does not fit it
     (``{ratio:.1f}`` of ``None``) plainly, so a summary never fails."""
 
-    def get_value(self, key: Any, args: Any, kwargs: dict) -> Any:
+    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
         if isinstance(key, str) and key not in kwargs:
             return "{" + key + "}"
         return super().get_value(key, args, kwargs)
 
     def format_field(self, value: Any, format_spec: str) -> str:
         try:
-            return super().format_field(value, format_spec)
+            return str(super().format_field(value, format_spec))
         except (ValueError, TypeError):
             return str(value)
 
@@ -212,7 +214,7 @@ class _Group:
         return {k: v for k, v in self.__dict__.items() if k != "record"}
 
 
-def _key_text(rule: str, key: tuple) -> str:
+def _key_text(rule: str, key: GroupKey) -> str:
     return json.dumps([rule, list(key)], separators=(",", ":"), default=str)
 
 
@@ -238,17 +240,19 @@ class AlertEngine:
             self.by_query.setdefault(spec.query, []).append(rule)
             self.rules[spec.name] = rule
         self.queries = frozenset(self.by_query)
-        self.groups: dict[tuple[str, tuple], _Group] = {}
-        self.deadlines: list[tuple[float, int, str, tuple, str, float]] = []  # (time, seq, rule, key, kind, token)
+        self.groups: dict[tuple[str, GroupKey], _Group] = {}
+        self.deadlines: list[tuple[float, int, str, GroupKey, str, float]] = []  # (time, seq, rule, key, kind, token)
         self._seq = 0
         self.now = NEG_INF
 
     # ------------------------------------------------------------------ feeding
-    def observe(self, record: dict[str, Any], now: float) -> list[Alert]:
+    def observe(self, record: dict[str, Any] | MatchRecord, now: float) -> list[Alert]:
         """The transitions ``record``, which came out of the engine at stream time ``now``, causes (and any deadline
         passed by ``now``).  ``now`` may lie behind the stream time already reached -- a process that took over
         another's partitions replays their older events -- and the record is then judged at its own time: its holds
         and staleness count from there, and a deadline already passed is met at once."""
+        if isinstance(record, MatchRecord):
+            record = record.to_dict()
         rules = self.by_query.get(record.get("query", ""))
         out = self.advance(now) if now > self.now else []
         if not rules:
@@ -267,7 +271,7 @@ class AlertEngine:
             out.extend(self._expire(self.now))
         return out
 
-    def observe_many(self, records: Iterable[dict[str, Any]], now: float) -> list[Alert]:
+    def observe_many(self, records: Iterable[dict[str, Any] | MatchRecord], now: float) -> list[Alert]:
         out: list[Alert] = []
         for record in records:
             out.extend(self.observe(record, now))
@@ -296,7 +300,7 @@ class AlertEngine:
         return out
 
     # ------------------------------------------------------------------ transitions
-    def _active(self, rule: _Rule, key: tuple, group: _Group | None, tier: str | None, env: Env, record: dict,
+    def _active(self, rule: _Rule, key: GroupKey, group: _Group | None, tier: str | None, env: Env, record: Record,
                 now: float, out: list[Alert]) -> None:
         spec = rule.spec
         if group is None:
@@ -319,7 +323,7 @@ class AlertEngine:
         if group.status == "firing" and spec.resolve_after is not None:
             self._deadline(now + spec.resolve_after, rule.name, key, "stale", now)
 
-    def _inactive(self, rule: _Rule, key: tuple, group: _Group, env: Env, now: float, out: list[Alert]) -> None:
+    def _inactive(self, rule: _Rule, key: GroupKey, group: _Group, env: Env, now: float, out: list[Alert]) -> None:
         if group.status == "pending":
             del self.groups[(rule.name, key)]
             return
@@ -327,7 +331,7 @@ class AlertEngine:
             group.cleared_by = {k: v for k, v in env.items() if k != "value" or v is not None}
             self._resolve(rule, key, group, now, out)
 
-    def _fire(self, rule: _Rule, key: tuple, group: _Group, at: float, out: list[Alert]) -> None:
+    def _fire(self, rule: _Rule, key: GroupKey, group: _Group, at: float, out: list[Alert]) -> None:
         group.status = "firing"
         group.fired_at = at
         alert = self._alert(rule, group, at)
@@ -336,11 +340,11 @@ class AlertEngine:
         if rule.spec.resolve_after is not None:
             self._deadline(group.last_true + rule.spec.resolve_after, rule.name, key, "stale", group.last_true)
 
-    def _resolve(self, rule: _Rule, key: tuple, group: _Group, at: float, out: list[Alert]) -> None:
+    def _resolve(self, rule: _Rule, key: GroupKey, group: _Group, at: float, out: list[Alert]) -> None:
         out.append(self._alert(rule, group, at, ends_at=at))
         del self.groups[(rule.name, key)]
 
-    def _deadline(self, at: float, name: str, key: tuple, kind: str, token: float) -> None:
+    def _deadline(self, at: float, name: str, key: GroupKey, kind: str, token: float) -> None:
         self._seq += 1
         heapq.heappush(self.deadlines, (at, self._seq, name, key, kind, token))
 
@@ -349,7 +353,7 @@ class AlertEngine:
         names = [t for t, _ in rule.spec.tiers]
         return names.index(tier) if tier in names else -1
 
-    def _note(self, rule: _Rule, group: _Group, env: Env, record: dict, tier: str | None) -> None:
+    def _note(self, rule: _Rule, group: _Group, env: Env, record: Record, tier: str | None) -> None:
         """Keep the evidence of the latest record, unless a firing alert has seen a stronger one."""
         group.records += 1
         if group.status == "firing" and self._rank(rule, tier) < self._rank(rule, group.tier):

@@ -123,7 +123,7 @@ def post(hook: Webhook, alerts: list[dict[str, Any]], timeout: float = 5.0, ids:
 
 def backoff(attempts: int, base: float, cap: float) -> float:
     """Seconds before the next try after ``attempts`` failures: exponential, capped, with jitter."""
-    return min(cap, base * (2 ** max(0, attempts - 1))) * (0.5 + random.random() / 2)
+    return float(min(cap, base * (2 ** max(0, attempts - 1))) * (0.5 + random.random() / 2))
 
 
 class AlertSender(threading.Thread):
@@ -134,7 +134,8 @@ class AlertSender(threading.Thread):
 
     def __init__(self, store_path: str, owner: str, webhooks: dict[str, Webhook], *, batch: int = 50,
                  base_delay: float = 0.5, max_delay: float = 30.0, timeout: float = 5.0, orphan_after: float = 30.0,
-                 on_result: Callable[[str, int], None] | None = None) -> None:
+                 on_result: Callable[[str, int], None] | None = None,
+                 deliver: Callable[..., None] | None = None) -> None:
         super().__init__(name="hcep-alerts", daemon=True)
         self.store_path = store_path
         self.owner = owner
@@ -146,6 +147,8 @@ class AlertSender(threading.Thread):
         self.orphan_after = orphan_after
         self.last_heartbeat = 0.0
         self.on_result = on_result or (lambda status, n: None)
+        #: ``deliver(hook, alerts, timeout=, ids=)``: :func:`post`, or an in-memory receiver in tests
+        self.deliver = deliver or post
         self.wake = threading.Event()
         self.stopping = threading.Event()
         self.down: dict[str, tuple[int, float]] = {}  # webhook -> (consecutive failures, retry not before)
@@ -215,7 +218,7 @@ class AlertSender(threading.Thread):
                 chunk = rows[i:i + self.batch]
                 ids = [r[0] for r in chunk]
                 try:
-                    post(hook, [json.loads(r[1]) for r in chunk], timeout=self.timeout, ids=ids)
+                    self.deliver(hook, [json.loads(r[1]) for r in chunk], timeout=self.timeout, ids=ids)
                 except (requests.RequestException, OSError, ValueError) as err:
                     attempts = store.attempts(ids)
                     now = time.time()

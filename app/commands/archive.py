@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
 def _run_files(args: argparse.Namespace) -> int:
     from app.commands.match import compile_spec, load_pack, pack_tick
     from app.spark.archive import ArchiveWriter, is_match_record
-    from engine import DEFAULT_TICK, EventError, event_from_json, match_events
+    from engine import DEFAULT_TICK, EventError, match_events
+    from engine.events import decoder_for
 
     pack = load_pack(args.pack) if args.pack else None
     tick = args.tick or (pack_tick(pack) if pack else DEFAULT_TICK)
@@ -69,7 +70,7 @@ def _run_files(args: argparse.Namespace) -> int:
                     writer.add_match(obj)
                     continue
                 if compiled:
-                    events.append(event_from_json(obj, seq=writer.next_seq, tick=tick))
+                    events.append(decoder_for(tick).event(obj, writer.next_seq))
                 writer.add_event(obj)
             except (EventError, KeyError, TypeError, ValueError) as err:
                 raise CommandError(f"{label}:{lineno}: invalid {'record' if is_match_record(obj) else 'event'}: "

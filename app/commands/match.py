@@ -25,63 +25,47 @@ def read_events(path: str | os.PathLike[str], tick: float, max_delta: float | No
     Raises :class:`CommandError` with ``"FILE:LINE: reason"`` for a line that is not JSON or not a valid event, or
     (``max_delta`` given) an event wider than ``hcep run`` would accept: its ``too_wide`` rule, in ticks.
     """
-    from engine import EventError, event_from_json
+    from engine.events import EventDecoder
 
+    decoder = EventDecoder(tick, max_delta)
     path = str(path)
     label = "<stdin>" if path == "-" else path
     if path == "-":
-        return _parse_lines(sys.stdin.buffer, label, tick, event_from_json, EventError, max_delta)
+        return _parse_lines(sys.stdin.buffer, label, decoder)
     try:
         with open(path, "rb") as stream:
-            return _parse_lines(stream, label, tick, event_from_json, EventError, max_delta)
+            return _parse_lines(stream, label, decoder)
     except OSError as err:
         raise CommandError(f"{label}: cannot read events: {err.strerror or err}") from None
 
 
 def decode_line(raw: bytes, first: bool) -> Any:
-    """One JSON-lines line -> the decoded value (``None`` for a blank line); ``ValueError`` with the reason.
+    """One JSON-lines line -> the decoded value (``None`` for a blank line); ``ValueError`` with the reason
+    (:func:`engine.events.loads_json`)."""
+    from engine.events import loads_json
 
-    Besides bad JSON, ``json.loads`` raises a plain ``ValueError`` for an integer of more than 4,300 digits and
-    ``RecursionError`` for deep nesting: both are bad input, not a crash."""
-    try:
-        line = raw.decode("utf-8-sig" if first else "utf-8")
-    except UnicodeDecodeError:
-        raise ValueError("not UTF-8 text") from None
-    if not line.strip():
-        return None
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"invalid JSON: {err.msg} (column {err.colno})") from None
-    except (ValueError, RecursionError) as err:
-        reason = "nested too deeply" if isinstance(err, RecursionError) else str(err).split(";")[0]
-        raise ValueError(f"invalid JSON: {reason}") from None
+    return loads_json(raw, first)
 
 
-def _parse_lines(
-    stream: Iterable[bytes], label: str, tick: float, event_from_json, EventError, max_delta: float | None = None
-) -> list[Any]:
-    from engine.events import max_width_ticks
+def _parse_lines(stream: Iterable[bytes], label: str, decoder: Any) -> list[Any]:
+    """Decode every line with ``decoder`` (an :class:`engine.events.EventDecoder`); the first bad one is an error."""
+    from engine.events import EventError
 
-    widest = None if max_delta is None else max_width_ticks(max_delta, tick)
     events: list[Any] = []
     for lineno, raw in enumerate(stream, 1):
         try:
-            obj = decode_line(raw, lineno == 1)
+            obj = decoder.loads(raw, lineno == 1)
         except ValueError as err:
             raise CommandError(f"{label}:{lineno}: {err}") from None
         if obj is None:
             continue
         try:
             # seq: the event's 0-based input position (its id when it has none).
-            ev = event_from_json(obj, seq=len(events), tick=tick)
+            ev = decoder.event(obj, len(events))
         except EventError as err:
             raise CommandError(f"{label}:{lineno}: invalid event: {err}") from None
-        if widest is not None and ev.thi - ev.tlo > widest:
-            raise CommandError(
-                f"{label}:{lineno}: event wider than --max-delta {max_delta:g} s: interval "
-                f"[{ev.lo:g}, {ev.hi:g}] (raise --max-delta to accept it)"
-            )
+        if decoder.too_wide(ev.tlo, ev.thi):
+            raise CommandError(f"{label}:{lineno}: {decoder.wide_reason(ev)}")
         events.append(ev)
     return events
 

@@ -1,4 +1,4 @@
-"""``hcep run --pack FILE --bootstrap HOST:PORT``: the streaming service (see :mod:`app.service`).
+"""``hcep run --pack FILE --bootstrap HOST:PORT``: the streaming service (see :mod:`app.stream`).
 
 Settings come, strongest first, from the options, a YAML ``--config`` file (same names, ``_`` for ``-``), the pack's
 ``settings`` (``allowed_lateness``, ``max_delta``, ``webhooks``, ``shedding``) and the defaults. Webhook names are the
@@ -134,9 +134,9 @@ def _read_config(path: str | None) -> dict[str, Any]:
 
 
 def build_config(args: argparse.Namespace, pack: Any) -> Any:
-    """Merge options, config file, pack settings and defaults into a :class:`app.service.ServiceConfig`."""
+    """Merge options, config file, pack settings and defaults into a :class:`app.stream.config.ServiceConfig`."""
     from app.alerts.webhook import parse_webhooks
-    from app.service import ServiceConfig
+    from app.stream.config import ServiceConfig
 
     file_cfg = _read_config(args.config)
     settings = dict(getattr(pack, "settings", {}) or {})
@@ -233,7 +233,7 @@ def shared_argv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> li
 
 def run(args: argparse.Namespace) -> int:
     from app.commands.match import load_pack
-    from app.service import run_service
+    from app.stream.loop import run_service
     from app.workers import WORKER_ENV, run_workers
 
     tag = f"[{os.environ[WORKER_ENV]}] " if os.environ.get(WORKER_ENV) else ""  # a worker of `--workers N`

@@ -96,9 +96,9 @@ def _number(value: Any) -> float | None:
 
 def event_row(obj: Mapping[str, Any], seq: int, tick: float = 0.1) -> dict[str, Any]:
     """One archive row of a JSON event; raises ``engine.EventError`` on an invalid one (the engine decides)."""
-    from engine import event_from_json
+    from engine.events import decoder_for
 
-    ev = event_from_json(obj, seq=seq, tick=tick)
+    ev = decoder_for(tick).event(obj, seq)
     row: dict[str, Any] = {"seq": seq, "id": ev.id, "type": ev.type, "ts": ev.ts, "lo": ev.lo, "hi": ev.hi}
     attrs = ev.attrs
     for name in STRING_ATTRS:

@@ -81,13 +81,13 @@ def compiled_queries(token: str, plans: Sequence[QueryPlan]) -> list[Any]:
 
 def keyless_index(token: str, shared: Any, tick: float) -> dict[int, KeylessIndex]:
     """The broadcast keyless events, parsed once per executor process."""
-    from engine import event_from_json
+    from engine.events import decoder_for
 
     got = _KEYLESS.get(token)
     if got is None:
         rows: dict[int, list[tuple[int, str]]] = shared.value if shared is not None else {}
         got = _KEYLESS[token] = {
-            fid: KeylessIndex([event_from_json(json.loads(text), seq=seq, tick=tick) for seq, text in items])
+            fid: KeylessIndex([decoder_for(tick).event(json.loads(text), seq) for seq, text in items])
             for fid, items in rows.items()
         }
     return got
@@ -171,11 +171,12 @@ def run_partition(
     group, of the whole group, keyless margins); ``shared``: the broadcast keyless events per family, or None."""
     import pandas as pd
 
-    from engine import event_from_json
+    from engine.events import decoder_for
 
     compiled = compiled_queries(token, plans)
     tick = plans[0].tick if plans else 0.1
     index = keyless_index(token, shared, tick)
+    decode = decoder_for(tick).event
     group: Group | None = None
     for pdf in batches:
         out: list[tuple] = []
@@ -191,7 +192,7 @@ def run_partition(
                 group = Group(fid, gkey, queries, compiled, widest, index.get(fid), margins)
             if text is None:
                 continue  # the keyless group's placeholder row
-            group.add(event_from_json(json.loads(text), seq=int(seq), tick=tick), bool(keyed), out)
+            group.add(decode(json.loads(text), int(seq)), bool(keyed), out)
         if out:
             yield pd.DataFrame(out, columns=RECORD_COLUMNS)
     if group is not None:

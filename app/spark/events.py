@@ -56,10 +56,10 @@ def parse_event(obj: Any, text: str, seq: int, tick: float, attrs: Sequence[str]
                 max_width: int | None = None) -> tuple:
     """One parsed row (see the module doc); an invalid event, or one wider than ``max_width`` ticks (``hcep run``'s
     ``too_wide`` rule, :func:`engine.events.max_width_ticks`), becomes an error row naming ``where``."""
-    from engine import EventError, event_from_json
+    from engine.events import EventError, decoder_for
 
     try:
-        ev = event_from_json(obj, seq=seq, tick=tick)
+        ev = decoder_for(tick).event(obj, seq)
     except EventError as err:
         return (seq, None, None, None, None, None, f"{where}: invalid event: {err}") + (None,) * len(attrs)
     if max_width is not None and ev.thi - ev.tlo > max_width:
@@ -219,6 +219,8 @@ def _parse_lines(
     line number and ``seq`` before its first line, and whether that line is the first of the file."""
     import pandas as pd
 
+    from engine.events import loads_json
+
     columns = [c.split()[0] for c in parsed_schema(attrs).split(", ")]
     label = ""
     lineno = seq = 0
@@ -237,14 +239,9 @@ def _parse_lines(
                 continue
             where = f"{label}:{lineno}"
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                error = f"{where}: invalid JSON: {err.msg} (column {err.colno})"
-                rows.append((seq, None, None, None, None, None, error) + (None,) * len(attrs))
-            except (ValueError, RecursionError) as err:  # a 5,000-digit integer, deep nesting: bad input too
-                reason = "nested too deeply" if isinstance(err, RecursionError) else str(err).split(";")[0]
-                rows.append((seq, None, None, None, None, None, f"{where}: invalid JSON: {reason}")
-                            + (None,) * len(attrs))
+                obj = loads_json(line)
+            except ValueError as err:  # bad JSON, a 5,000-digit integer, deep nesting: bad input, as hcep match says
+                rows.append((seq, None, None, None, None, None, f"{where}: {err}") + (None,) * len(attrs))
             else:
                 rows.append(parse_event(obj, line, seq, tick, attrs, where, max_width))
             seq += 1

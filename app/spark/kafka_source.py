@@ -324,6 +324,7 @@ def _archive_rows(kind: str, batch: str, tick: float) -> Callable[[Iterator[Any]
         import pandas as pd
 
         from app.spark.archive import EVENT_SCHEMA, MATCH_SCHEMA, event_row, is_match_record, match_row
+        from engine.events import loads_json
 
         schema = EVENT_SCHEMA if kind == "events" else MATCH_SCHEMA
         for pdf in frames:
@@ -332,7 +333,7 @@ def _archive_rows(kind: str, batch: str, tick: float) -> Callable[[Iterator[Any]
                 pdf["value"], pdf["topic"], pdf["partition"], pdf["offset"], pdf["seq"], strict=True
             ):
                 try:
-                    obj = json.loads(value)
+                    obj = loads_json(value)
                     if kind == "events":
                         if isinstance(obj, dict) and "id" not in obj:
                             obj = {**obj, "id": f"{topic}-{partition}@{offset}"}

@@ -10,7 +10,7 @@ import pytest
 
 from app.commands import CommandError
 from app.commands.run import build_config, configure
-from app.service import Service, ServiceConfig
+from app.stream import Service, ServiceConfig
 from engine import Event
 from engine.language.packs import parse_pack
 from engine.runtime.limits import Limits
@@ -59,6 +59,6 @@ def test_dropped_partial_matches_are_a_metric(tmp_path: Path) -> None:
     svc = Service(cfg, pack)
     for seq, (t, etype) in enumerate([(0, "A"), *((i, "B") for i in range(1, 13))]):
         svc.runner.feed(Event(etype, float(t), {"k": 1, "v": t}, id=f"e{seq}", seq=seq, tick=1.0))
-    svc._gauges()
+    svc.gauges.sample(svc.epoch, None)
     assert svc.metrics.get("hcep_limit_dropped", {"query": "T"}) > 0
     assert svc.metrics.get("hcep_runs_alive", {"query": "T"}) <= 40

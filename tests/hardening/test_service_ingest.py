@@ -1,15 +1,16 @@
 """``hcep run`` dead-letters bad numbers (counted, with a reason naming the offset) instead of crashing (issue 18).
 
-The service's ingest step is driven directly with fake Kafka records: no broker is needed to show that a huge,
+The service runs over the in-memory source (app.stream.memory): no broker is needed to show that a huge,
 infinite or NaN time, an absurd delta or an oversized integer goes to the dead letters, on both of its paths (the
 events the queries read, built by the fast parser, and the types no query reads, only clocked)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
-from app.service import Service, ServiceConfig
+from app.store import Store, store_path
+from app.stream import Service, ServiceConfig
+from app.stream.memory import MemoryBroker, MemorySource
 from engine.language.packs import parse_pack
 
 PACK = """
@@ -48,26 +49,28 @@ def test_bad_numbers_are_dead_lettered_not_fatal(tmp_path: Path) -> None:
         matches_topic=None,
         shedding=False,
     )
-    svc = Service(cfg, pack)
-    tp = ("t", 0)
-    svc.assignment = {tp}
-    svc.position[tp] = 0
-    svc.replayed_until[tp] = 0
-    svc.skip[tp] = set()
-    svc.wm.add(tp, 0, 0, 0, float("-inf"), 0.0)
-    svc.epoch_active = True
+    broker = MemoryBroker()
+    broker.create("t", 1)
     good = b'{"type": "A", "ts": 10.0, "delta": 0.5}'
-    records = [
-        SimpleNamespace(topic="t", partition=0, offset=i, value=v, timestamp=0) for i, v in enumerate([good, *BAD])
+    for value in [good, *BAD]:
+        broker.append("t", value)
+    broker.append("t", b"\n".join(BAD))  # one packed message
+    svc = Service(cfg, pack, source=MemorySource(broker, ["t"]))
+    svc.start()
+    try:
+        while svc.epoch.position.get(("t", 0), 0) < len(BAD) + 2:
+            svc.step()
+        assert svc.metrics.total("hcep_deadletter_total") == 2 * len(BAD)
+        assert svc.metrics.total("hcep_events_total") == 2 * len(BAD) + 1
+        svc.finish()
+    finally:
+        svc.close()
+    store = Store(store_path(str(tmp_path)))
+    dead = store.db.execute('SELECT "offset", idx, reason FROM deadletter ORDER BY "offset", idx').fetchall()
+    store.close()
+    assert [(o, i) for o, i, _r in dead] == [(i, 0) for i in range(1, len(BAD) + 1)] + [
+        (len(BAD) + 1, i) for i in range(len(BAD))
     ]
-    packed = SimpleNamespace(topic="t", partition=0, offset=len(records), value=b"\n".join(BAD), timestamp=0)
-    assert svc._ingest([*records, packed]) == len(records) + 1
-    dead = svc.pending_dead
-    assert len(dead) == 2 * len(BAD)
-    assert {(d[2], d[3]) for d in dead[: len(BAD)]} == {(i, 0) for i in range(1, len(BAD) + 1)}
-    assert {(d[2], d[3]) for d in dead[len(BAD) :]} == {(len(records), i) for i in range(len(BAD))}
-    assert svc.metrics.total("hcep_deadletter_total") == 2 * len(BAD)
-    reasons = [d[4] for d in dead[: len(BAD)]]
+    reasons = [r for _o, _i, r in dead[: len(BAD)]]
     assert reasons[-1] == "too_wide"
     assert all(r.startswith("invalid: ") for r in reasons[:-1]), reasons
-    svc.store.close() if hasattr(svc.store, "close") else None
