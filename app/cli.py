@@ -77,18 +77,24 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         "--tick", type=positive_seconds, metavar="SECONDS", help="time granularity (overrides the pack's; default 0.1)"
     )
     match.add_argument(
-        "--max-delta", type=non_negative_seconds, metavar="S",
+        "--max-delta",
+        type=non_negative_seconds,
+        metavar="S",
         help="largest accepted half-width of an event's interval; a wider event is an error naming its line, as "
         "hcep run dead-letters it (default: the pack's settings.max_delta, else 7.5)",
     )
     match.add_argument(
-        "--max-runs-per-key", type=non_negative_int, metavar="N",
+        "--max-runs-per-key",
+        type=non_negative_int,
+        metavar="N",
         help="memory bound: partial matches per partition key of a query (runs held, or signatures enumerated for "
         "one closing event); beyond it they are dropped and counted on stderr (default: the pack's "
         "settings.limits.runs_per_key, else 20000; 0: unbounded)",
     )
     match.add_argument(
-        "--max-runs", type=non_negative_int, metavar="N",
+        "--max-runs",
+        type=non_negative_int,
+        metavar="N",
         help="memory bound: partial matches of a query in total (default: settings.limits.runs, else 200000; "
         "0: unbounded)",
     )
@@ -120,11 +126,24 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 #: Subcommands implemented as ``app/commands/<module>.py`` exposing ``configure(parser)`` and ``run(args)``:
 #: (name, module or None for a group, help, children).  Only the invoked one is imported, to keep start-up cheap.
 MODULE_COMMANDS: list[tuple[str, str | None, str, list[tuple[str, str, str]]]] = [
-    ("collect", None, "read a cluster's sources and print normalised events as JSON lines", [
-        ("hadoop", "collect_hadoop", "Hadoop job history (.jhist), MRAppMaster and reduce task logs -> events"),
-        ("ganglia", "collect_ganglia", "gmond/gmetad XML or gmetad RRD files -> Metric, LoadStd, Balance/Imbalance"),
-        ("spark", "collect_spark", "Spark event logs (single, rolling, .inprogress; lz4/lzf/snappy/zstd) -> events"),
-    ]),
+    (
+        "collect",
+        None,
+        "read a cluster's sources and print normalised events as JSON lines",
+        [
+            ("hadoop", "collect_hadoop", "Hadoop job history (.jhist), MRAppMaster and reduce task logs -> events"),
+            (
+                "ganglia",
+                "collect_ganglia",
+                "gmond/gmetad XML or gmetad RRD files -> Metric, LoadStd, Balance/Imbalance",
+            ),
+            (
+                "spark",
+                "collect_spark",
+                "Spark event logs (single, rolling, .inprogress; lz4/lzf/snappy/zstd) -> events",
+            ),
+        ],
+    ),
     ("simulate", "simulate", "simulate a Hadoop cluster that writes genuine logs and Ganglia metrics", []),
     ("run", "run", "the streaming service: Kafka in, matches and alerts out", []),
     ("explain", "explain", "print the evaluation plan chosen for each query", []),

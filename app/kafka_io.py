@@ -91,8 +91,15 @@ _CONSUMER_DEFAULTS: dict[str, Any] = {
 class Producer:
     """A batching producer: ``send`` is asynchronous, ``flush`` waits for every send to be acknowledged."""
 
-    def __init__(self, bootstrap: str, *, linger_ms: int = 20, batch_size: int = 512 * 1024, acks: int | str = "all",
-                 client_id: str = "hcep") -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        linger_ms: int = 20,
+        batch_size: int = 512 * 1024,
+        acks: int | str = "all",
+        client_id: str = "hcep",
+    ) -> None:
         self._producer = KafkaProducer(
             bootstrap_servers=bootstrap.split(","),
             client_id=client_id,
@@ -205,12 +212,19 @@ class GroupConsumer(_Consumer):
     2.3.1).  A killed member is dropped after ``session_timeout_ms``, which the service keeps short.
     """
 
-    def __init__(self, bootstrap: str, topics: Iterable[str], group: str, *,
-                 on_revoke: Callable[[set[TP]], None], on_assign: Callable[[set[TP]], None],
-                 client_id: str = "hcep", **overrides: Any) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topics: Iterable[str],
+        group: str,
+        *,
+        on_revoke: Callable[[set[TP]], None],
+        on_assign: Callable[[set[TP]], None],
+        client_id: str = "hcep",
+        **overrides: Any,
+    ) -> None:
         config = dict(_CONSUMER_DEFAULTS, **overrides)
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=group, client_id=client_id,
-                                 **config)
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=group, client_id=client_id, **config)
         self._topics = list(topics)
         self._listener = _Listener(on_revoke, on_assign)
         consumer.subscribe(topics=self._topics, listener=self._listener)
@@ -244,11 +258,11 @@ class GroupConsumer(_Consumer):
 class AssignedConsumer(_Consumer):
     """Reads every partition of ``topics`` itself, outside any group (for cluster-wide events every process needs)."""
 
-    def __init__(self, bootstrap: str, topics: Iterable[str], *, client_id: str = "hcep", wait: float = 30.0,
-                 **overrides: Any) -> None:
+    def __init__(
+        self, bootstrap: str, topics: Iterable[str], *, client_id: str = "hcep", wait: float = 30.0, **overrides: Any
+    ) -> None:
         config = dict(_CONSUMER_DEFAULTS, **overrides)
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None, client_id=client_id,
-                                 **config)
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None, client_id=client_id, **config)
         tps: list[TopicPartition] = []
         deadline = time.monotonic() + wait
         for topic in topics:

@@ -28,7 +28,7 @@ def descendants(pid: int) -> list[int]:
         except OSError:
             continue
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'.
-        rest = stat[stat.rfind(")") + 2:].split()
+        rest = stat[stat.rfind(")") + 2 :].split()
         if len(rest) > 1 and rest[1].isdigit():
             parents[int(entry)] = int(rest[1])
     found: list[int] = []

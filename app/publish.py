@@ -60,9 +60,19 @@ class Publisher:
     must exist or the broker must auto-create it.
     """
 
-    def __init__(self, bootstrap: str, source: str, *, topic: str | None = None, pack: int = 1, linger_ms: int = 20,
-                 partitions: int = DEFAULT_PARTITIONS, timeout: float = 15.0, ensure: bool = True,
-                 keys: tuple[str, ...] = DEFAULT_KEYS) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        source: str,
+        *,
+        topic: str | None = None,
+        pack: int = 1,
+        linger_ms: int = 20,
+        partitions: int = DEFAULT_PARTITIONS,
+        timeout: float = 15.0,
+        ensure: bool = True,
+        keys: tuple[str, ...] = DEFAULT_KEYS,
+    ) -> None:
         from app import kafka_io
 
         self.bootstrap = bootstrap
@@ -122,8 +132,9 @@ class Publisher:
         try:
             self._producer.flush(timeout=timeout)
         except Exception as err:  # noqa: BLE001 - a delivery error or a flush timeout
-            raise PublishError(f"Kafka at {self.bootstrap} did not acknowledge events on {self.topic}: "
-                               f"{err or type(err).__name__}") from None
+            raise PublishError(
+                f"Kafka at {self.bootstrap} did not acknowledge events on {self.topic}: {err or type(err).__name__}"
+            ) from None
 
     def close(self) -> None:
         """Close the producer without flushing (call :meth:`flush` first to deliver what is queued)."""
@@ -139,8 +150,9 @@ class Publisher:
         self.close()
 
 
-def publish(events: Iterable[dict], bootstrap: str, source: str, *, topic: str | None = None, pack: int = 1,
-            linger_ms: int = 20) -> int:
+def publish(
+    events: Iterable[dict], bootstrap: str, source: str, *, topic: str | None = None, pack: int = 1, linger_ms: int = 20
+) -> int:
     """Send ``events`` to ``topic`` (default ``hcep.events.<source>``); return how many were sent.
 
     Blocks until the broker acknowledged every message (a failure raises: the caller must not think it published).

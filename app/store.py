@@ -101,8 +101,10 @@ class Store:
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise RuntimeError(f"{self.path}: store schema version {version} is newer than this hcep's "
-                                   f"({SCHEMA_VERSION}); upgrade hcep or use another --data-dir")
+                raise RuntimeError(
+                    f"{self.path}: store schema version {version} is newer than this hcep's "
+                    f"({SCHEMA_VERSION}); upgrade hcep or use another --data-dir"
+                )
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
@@ -130,19 +132,24 @@ class Store:
             if batch.matches:
                 db.executemany(
                     'INSERT OR IGNORE INTO matches (id, query, pack, confidence, start, "end", record, emitted_at,'
-                    " instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch.matches)
+                    " instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    batch.matches,
+                )
             new_alerts = 0
             if batch.alerts:
                 before = db.total_changes
                 db.executemany(
                     "INSERT OR IGNORE INTO alerts (id, query, webhook, severity, alert, status, next_at, created_at,"
                     " owner, fingerprint, state, starts_at, ends_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    batch.alerts)
+                    batch.alerts,
+                )
                 new_alerts = db.total_changes - before
             if batch.deadletters:
                 db.executemany(
                     'INSERT OR IGNORE INTO deadletter (topic, partition, "offset", idx, reason, event, at)'
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)", batch.deadletters)
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    batch.deadletters,
+                )
             if batch.events:
                 self._add_events(batch.events)
             now = time.time()
@@ -150,18 +157,31 @@ class Store:
                 db.execute(
                     "INSERT OR REPLACE INTO offsets (scope, topic, partition, position, rebuild_from, newest, writer,"
                     " seq, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (o.scope, o.topic, o.partition, o.position, o.rebuild_from, _finite(o.newest), o.writer, o.seq,
-                     now))
+                    (
+                        o.scope,
+                        o.topic,
+                        o.partition,
+                        o.position,
+                        o.rebuild_from,
+                        _finite(o.newest),
+                        o.writer,
+                        o.seq,
+                        now,
+                    ),
+                )
             if batch.alert_state is not None:
                 scope, state, owner = batch.alert_state
-                db.execute("INSERT OR REPLACE INTO alert_state (scope, state, updated_at, owner) VALUES (?, ?, ?, ?)",
-                           (scope, state, now, owner))
+                db.execute(
+                    "INSERT OR REPLACE INTO alert_state (scope, state, updated_at, owner) VALUES (?, ?, ?, ?)",
+                    (scope, state, now, owner),
+                )
             c = batch.checkpoint
             if c is not None:
                 db.execute(
                     "INSERT OR REPLACE INTO checkpoints (scope, seq, released, horizon, assignment, updated_at)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
-                    (c.scope, c.seq, json.dumps(c.released), _finite(c.horizon), json.dumps(c.assignment), now))
+                    (c.scope, c.seq, json.dumps(c.released), _finite(c.horizon), json.dumps(c.assignment), now),
+                )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -172,8 +192,9 @@ class Store:
         """Insert (ids seen before are ignored) and prune, inside the caller's transaction.  The time rule is one
         indexed range delete; the row cap costs a COUNT, so it runs once per ``events_max_rows // 10`` inserts."""
         db = self.db
-        db.executemany("INSERT OR IGNORE INTO events (id, type, ts, host, event, instance) VALUES (?, ?, ?, ?, ?, ?)",
-                       rows)
+        db.executemany(
+            "INSERT OR IGNORE INTO events (id, type, ts, host, event, instance) VALUES (?, ?, ?, ?, ?, ?)", rows
+        )
         newest = max(r[2] for r in rows)
         db.execute("DELETE FROM events WHERE ts < ?", (newest - self.events_keep_seconds,))
         self._events_unchecked += len(rows)
@@ -181,16 +202,19 @@ class Store:
             self._events_unchecked = 0
             excess = db.execute("SELECT COUNT(*) FROM events").fetchone()[0] - self.events_max_rows
             if excess > 0:
-                db.execute("DELETE FROM events WHERE rowid IN (SELECT rowid FROM events ORDER BY ts LIMIT ?)",
-                           (excess,))
+                db.execute(
+                    "DELETE FROM events WHERE rowid IN (SELECT rowid FROM events ORDER BY ts LIMIT ?)", (excess,)
+                )
 
     def checkpoint(self, scope: str) -> CheckpointRow | None:
-        row = self.db.execute("SELECT scope, seq, released, horizon, assignment FROM checkpoints WHERE scope = ?",
-                              (scope,)).fetchone()
+        row = self.db.execute(
+            "SELECT scope, seq, released, horizon, assignment FROM checkpoints WHERE scope = ?", (scope,)
+        ).fetchone()
         if row is None:
             return None
-        return CheckpointRow(row[0], row[1], json.loads(row[2]) if row[2] else None, row[3],
-                             json.loads(row[4]) if row[4] else [])
+        return CheckpointRow(
+            row[0], row[1], json.loads(row[2]) if row[2] else None, row[3], json.loads(row[4]) if row[4] else []
+        )
 
     def alert_state(self, scope: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT state FROM alert_state WHERE scope = ?", (scope,)).fetchone()
@@ -204,7 +228,9 @@ class Store:
         try:
             rows = self.db.execute(
                 "SELECT scope, state FROM alert_state WHERE owner IS NOT NULL AND owner != ? AND owner IN"
-                " (SELECT owner FROM senders WHERE heartbeat_at < ?)", (owner, now - silent_for)).fetchall()
+                " (SELECT owner FROM senders WHERE heartbeat_at < ?)",
+                (owner, now - silent_for),
+            ).fetchall()
             for scope, _state in rows:
                 self.db.execute("DELETE FROM alert_state WHERE scope = ?", (scope,))
             self.db.execute("COMMIT")
@@ -218,25 +244,31 @@ class Store:
         rows = self.db.execute(
             "SELECT a.alert FROM alerts a JOIN (SELECT fingerprint, MAX(rowid) AS last FROM alerts"
             " WHERE fingerprint IS NOT NULL GROUP BY fingerprint) l ON a.rowid = l.last WHERE a.state = 'firing'"
-            " ORDER BY a.starts_at").fetchall()
+            " ORDER BY a.starts_at"
+        ).fetchall()
         return [json.loads(r[0]) for r in rows]
 
     def recent_resolved(self, since: float) -> list[dict[str, Any]]:
         """Resolved transitions written at or after ``since`` (wall clock), oldest first."""
-        rows = self.db.execute("SELECT alert FROM alerts WHERE state = 'resolved' AND created_at >= ?"
-                               " ORDER BY rowid", (since,)).fetchall()
+        rows = self.db.execute(
+            "SELECT alert FROM alerts WHERE state = 'resolved' AND created_at >= ? ORDER BY rowid", (since,)
+        ).fetchall()
         return [json.loads(r[0]) for r in rows]
 
     def offset(self, scope: str, topic: str, partition: int) -> OffsetRow | None:
         row = self.db.execute(
             "SELECT scope, topic, partition, position, rebuild_from, newest, writer, seq FROM offsets"
-            " WHERE scope = ? AND topic = ? AND partition = ?", (scope, topic, partition)).fetchone()
+            " WHERE scope = ? AND topic = ? AND partition = ?",
+            (scope, topic, partition),
+        ).fetchone()
         return OffsetRow._make(row) if row else None
 
     def deadletter_offsets(self, topic: str, partition: int, lo: int, hi: int) -> set[tuple[int, int]]:
         """``{(offset, idx)}`` dead-lettered in ``[lo, hi)``: a replay skips them to repeat the same decisions."""
-        rows = self.db.execute('SELECT "offset", idx FROM deadletter WHERE topic = ? AND partition = ?'
-                               ' AND "offset" >= ? AND "offset" < ?', (topic, partition, lo, hi))
+        rows = self.db.execute(
+            'SELECT "offset", idx FROM deadletter WHERE topic = ? AND partition = ? AND "offset" >= ? AND "offset" < ?',
+            (topic, partition, lo, hi),
+        )
         return {(r[0], r[1]) for r in rows}
 
     # ------------------------------------------------------------------ outbox (alerts)
@@ -244,7 +276,9 @@ class Store:
         """``(id, webhook, alert_json)`` of pending alerts whose next attempt is due, oldest first."""
         return self.db.execute(
             "SELECT id, webhook, alert FROM alerts WHERE owner = ? AND status = 'pending' AND next_at <= ?"
-            " ORDER BY next_at, created_at LIMIT ?", (owner, now, limit)).fetchall()
+            " ORDER BY next_at, created_at LIMIT ?",
+            (owner, now, limit),
+        ).fetchall()
 
     def heartbeat(self, owner: str, now: float) -> None:
         self.db.execute("INSERT OR REPLACE INTO senders (owner, heartbeat_at) VALUES (?, ?)", (owner, now))
@@ -256,7 +290,9 @@ class Store:
         try:
             cur = self.db.execute(
                 "UPDATE alerts SET owner = ? WHERE status = 'pending' AND owner != ? AND owner IN"
-                " (SELECT owner FROM senders WHERE heartbeat_at < ?)", (owner, owner, now - silent_for))
+                " (SELECT owner FROM senders WHERE heartbeat_at < ?)",
+                (owner, owner, now - silent_for),
+            )
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -264,8 +300,9 @@ class Store:
         return cur.rowcount
 
     def next_due(self, owner: str) -> float | None:
-        row = self.db.execute("SELECT MIN(next_at) FROM alerts WHERE owner = ? AND status = 'pending'",
-                              (owner,)).fetchone()
+        row = self.db.execute(
+            "SELECT MIN(next_at) FROM alerts WHERE owner = ? AND status = 'pending'", (owner,)
+        ).fetchone()
         return row[0] if row else None
 
     def _many(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
@@ -278,31 +315,41 @@ class Store:
             raise
 
     def mark_delivered(self, ids: Sequence[str], now: float) -> None:
-        self._many("UPDATE alerts SET status = 'delivered', delivered_at = ?, attempts = attempts + 1,"
-                   " last_error = NULL WHERE id = ?", [(now, i) for i in ids])
+        self._many(
+            "UPDATE alerts SET status = 'delivered', delivered_at = ?, attempts = attempts + 1,"
+            " last_error = NULL WHERE id = ?",
+            [(now, i) for i in ids],
+        )
 
     def mark_failed(self, ids: Sequence[str], error: str, next_at: Iterable[float]) -> None:
-        self._many("UPDATE alerts SET attempts = attempts + 1, last_error = ?, next_at = ? WHERE id = ?",
-                   [(error[:500], n, i) for i, n in zip(ids, next_at, strict=True)])
+        self._many(
+            "UPDATE alerts SET attempts = attempts + 1, last_error = ?, next_at = ? WHERE id = ?",
+            [(error[:500], n, i) for i, n in zip(ids, next_at, strict=True)],
+        )
 
     def attempts(self, ids: Sequence[str]) -> dict[str, int]:
         marks = ",".join("?" * len(ids))
         return dict(self.db.execute(f"SELECT id, attempts FROM alerts WHERE id IN ({marks})", list(ids)).fetchall())
 
     # ------------------------------------------------------------------ statistics
-    def add_query_stats(self, rows: Sequence[tuple[float, str, int, int]], instance: str = "",
-                        keep_seconds: float = STATS_RETENTION) -> None:
+    def add_query_stats(
+        self, rows: Sequence[tuple[float, str, int, int]], instance: str = "", keep_seconds: float = STATS_RETENTION
+    ) -> None:
         """Append ``(ts, query, runs alive, partial matches shed)`` rows; drop rows older than ``keep_seconds``."""
         if not rows:
             return
-        self._many("INSERT INTO query_stats (ts, query, runs, shed, instance) VALUES (?, ?, ?, ?, ?)",
-                   [(*row, instance) for row in rows])
+        self._many(
+            "INSERT INTO query_stats (ts, query, runs, shed, instance) VALUES (?, ?, ?, ?, ?)",
+            [(*row, instance) for row in rows],
+        )
         self.db.execute("DELETE FROM query_stats WHERE ts < ?", (max(r[0] for r in rows) - keep_seconds,))
 
     # ------------------------------------------------------------------ matches topic
     def unpublished(self, instance: str, limit: int = 10000) -> list[tuple[str, str, str]]:
-        return self.db.execute("SELECT id, query, record FROM matches WHERE instance = ? AND published = 0"
-                               " ORDER BY emitted_at LIMIT ?", (instance, limit)).fetchall()
+        return self.db.execute(
+            "SELECT id, query, record FROM matches WHERE instance = ? AND published = 0 ORDER BY emitted_at LIMIT ?",
+            (instance, limit),
+        ).fetchall()
 
     def mark_published(self, ids: Sequence[str]) -> None:
         self._many("UPDATE matches SET published = 1 WHERE id = ?", [(i,) for i in ids])
@@ -335,14 +382,12 @@ class Store:
         return out
 
     def alert_rows(self, status: str | None = None) -> list[dict[str, Any]]:
-        sql = ("SELECT id, query, webhook, severity, status, attempts, created_at, delivered_at, last_error"
-               " FROM alerts")
+        sql = "SELECT id, query, webhook, severity, status, attempts, created_at, delivered_at, last_error FROM alerts"
         args: tuple[Any, ...] = ()
         if status:
             sql += " WHERE status = ?"
             args = (status,)
-        cols = ("id", "query", "webhook", "severity", "status", "attempts", "created_at", "delivered_at",
-                "last_error")
+        cols = ("id", "query", "webhook", "severity", "status", "attempts", "created_at", "delivered_at", "last_error")
         return [dict(zip(cols, r, strict=True)) for r in self.db.execute(sql + " ORDER BY created_at", args)]
 
     def counts(self) -> dict[str, int]:

@@ -101,8 +101,9 @@ class Watermark:
     def tracker(self, tp: Hashable) -> RebuildTracker:
         return self.parts[tp].tracker
 
-    def offer(self, tp: Hashable, offset: int, index: int, ev: Any, now: float, *, keep: bool = True,
-              floor: Key | None = None) -> str | None:
+    def offer(
+        self, tp: Hashable, offset: int, index: int, ev: Any, now: float, *, keep: bool = True, floor: Key | None = None
+    ) -> str | None:
         """Buffer ``ev`` (an engine Event), the ``index``-th event of the message at ``offset``; return the reason
         when it is late (then it is not buffered).  ``keep=False`` tracks the event without buffering it (a type no
         query reads); ``floor``: keys at or below it count as behind the watermark (a replay's K, for new events)."""
@@ -123,8 +124,9 @@ class Watermark:
             heapq.heappush(self.heap, (t, p.rank, p.partition, offset, index, ev))
         return None
 
-    def offer_point(self, tp: Hashable, offset: int, index: int, t: float, thi: int, now: float,
-                    floor: Key | None = None) -> str | None:
+    def offer_point(
+        self, tp: Hashable, offset: int, index: int, t: float, thi: int, now: float, floor: Key | None = None
+    ) -> str | None:
         """:meth:`offer` with ``keep=False`` for an event given by its time ``t`` and ``thi`` alone (a type no query
         reads: the service does not build it)."""
         p = self.parts[tp]

@@ -56,12 +56,28 @@ def worker_argv(base: list[str], instance: str, k: int, metrics_port: int | None
     """The command line of worker ``k``: ``base`` (the options shared by all) plus its name and metrics port (off,
     any free one, or ``metrics_port + k``)."""
     port = -1 if metrics_port is None else 0 if metrics_port == 0 else metrics_port + k
-    return [sys.executable, "-m", "app.commands.run", *base, "--instance", f"{instance}-{k}",
-            "--metrics-port", str(port)]
+    return [
+        sys.executable,
+        "-m",
+        "app.commands.run",
+        *base,
+        "--instance",
+        f"{instance}-{k}",
+        "--metrics-port",
+        str(port),
+    ]
 
 
-def run_workers(base: list[str], n: int, instance: str, metrics_port: int | None, *, startup: float = 10.0,
-                grace: float = 60.0, max_backoff: float = 30.0) -> int:
+def run_workers(
+    base: list[str],
+    n: int,
+    instance: str,
+    metrics_port: int | None,
+    *,
+    startup: float = 10.0,
+    grace: float = 60.0,
+    max_backoff: float = 30.0,
+) -> int:
     """Start ``n`` workers and watch them until they are done or a signal asks to stop; the exit status."""
     workers = [Worker(f"{instance}-{k}", worker_argv(base, instance, k, metrics_port)) for k in range(n)]
     stop = {"requested": False}

@@ -63,8 +63,16 @@ def _measure(name: str, sources: list) -> dict:
 
 def _row(name: str, files: int, lines: int, events: int, size: int, cpu: float, dead: int) -> dict:
     return {
-        "parser": name, "files": files, "lines": lines, "events": events, "MB": size / 1e6, "cpu_s": cpu,
-        "lines_per_s": lines / cpu, "events_per_s": events / cpu, "MB_per_s": size / 1e6 / cpu, "dead": dead,
+        "parser": name,
+        "files": files,
+        "lines": lines,
+        "events": events,
+        "MB": size / 1e6,
+        "cpu_s": cpu,
+        "lines_per_s": lines / cpu,
+        "events_per_s": events / cpu,
+        "MB_per_s": size / 1e6 / cpu,
+        "dead": dead,
     }
 
 
@@ -81,8 +89,9 @@ def bench_parsers(corpus: Path) -> list[dict]:
     n = sum(1 for _ in sorted_events(collect([str(corpus / "hadoop")], summary=summary)))
     cpu = clock() - t0
     size = sum(s.size for s in sources)
-    rows.append(_row("collect (all, dedupe, sort)", summary.files, summary.stats.lines, n, size, cpu,
-                     summary.stats.dead))
+    rows.append(
+        _row("collect (all, dedupe, sort)", summary.files, summary.stats.lines, n, size, cpu, summary.stats.dead)
+    )
     return rows
 
 
@@ -90,15 +99,23 @@ def bench_simulation(nodes: int, hours: float, log_format: str) -> dict:
     out = Path(tempfile.mkdtemp(prefix="hcep-sim-"))
     try:
         t0, w0 = clock(), time.perf_counter()
-        summary = simulate(SimConfig(nodes=nodes, hours=hours, seed=1, log_format=log_format), str(out),
-                           ganglia="none")
+        summary = simulate(SimConfig(nodes=nodes, hours=hours, seed=1, log_format=log_format), str(out), ganglia="none")
         cpu, wall = clock() - t0, time.perf_counter() - w0
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
         files = sum(1 for p in out.rglob("*") if p.is_file())
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    return {"nodes": nodes, "hours": hours, "log_format": log_format, "cpu_s": round(cpu, 1), "wall_s": round(wall, 1),
-            "jobs": summary["jobs"], **summary["counts"], "files": files, "GB": round(size / 1e9, 2)}
+    return {
+        "nodes": nodes,
+        "hours": hours,
+        "log_format": log_format,
+        "cpu_s": round(cpu, 1),
+        "wall_s": round(wall, 1),
+        "jobs": summary["jobs"],
+        **summary["counts"],
+        "files": files,
+        "GB": round(size / 1e9, 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,16 +137,20 @@ def main(argv: list[str] | None = None) -> int:
     head = ("parser", "files", "lines", "events", "MB", "lines/s", "events/s", "MB/s")
     print(f"{head[0]:30} {head[1]:>6} {head[2]:>10} {head[3]:>9} {head[4]:>8} {head[5]:>10} {head[6]:>10} {head[7]:>6}")
     for r in rows:
-        print(f"{r['parser']:30} {r['files']:>6} {r['lines']:>10} {r['events']:>9} {r['MB']:>8.1f} "
-              f"{r['lines_per_s']:>10,.0f} {r['events_per_s']:>10,.0f} {r['MB_per_s']:>6.1f}")
+        print(
+            f"{r['parser']:30} {r['files']:>6} {r['lines']:>10} {r['events']:>9} {r['MB']:>8.1f} "
+            f"{r['lines_per_s']:>10,.0f} {r['events_per_s']:>10,.0f} {r['MB_per_s']:>6.1f}"
+        )
     sims = []
     if not args.no_sim:
         for fmt in ("hadoop2", "hadoop3"):
             sim = bench_simulation(args.sim_nodes, args.sim_hours, fmt)
             sims.append(sim)
-            print(f"simulate {sim['nodes']} nodes x {sim['hours']} h ({fmt}): {sim['cpu_s']} s CPU, {sim['wall_s']} s "
-                  f"wall; {sim['jobs']} jobs, {sim['map_attempts']} map / {sim['reduce_attempts']} reduce attempts, "
-                  f"{sim['pulls']} pulls; {sim['files']} files, {sim['GB']} GB")
+            print(
+                f"simulate {sim['nodes']} nodes x {sim['hours']} h ({fmt}): {sim['cpu_s']} s CPU, {sim['wall_s']} s "
+                f"wall; {sim['jobs']} jobs, {sim['map_attempts']} map / {sim['reduce_attempts']} reduce attempts, "
+                f"{sim['pulls']} pulls; {sim['files']} files, {sim['GB']} GB"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps({"parsers": rows, "simulation": sims}, indent=1))
     return 0

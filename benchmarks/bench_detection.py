@@ -109,8 +109,25 @@ def run_config(seed: int, trace: str, nodes: int, hours: float, workdir: str) ->
     sim = Path(workdir) / "sim"
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        rc = hcep(["simulate", "--nodes", str(nodes), "--hours", str(hours), "--seed", str(seed), "--trace", trace,
-                   "--out", str(sim), "--ganglia", "none", "--no-progress", "--force"])
+        rc = hcep(
+            [
+                "simulate",
+                "--nodes",
+                str(nodes),
+                "--hours",
+                str(hours),
+                "--seed",
+                str(seed),
+                "--trace",
+                trace,
+                "--out",
+                str(sim),
+                "--ganglia",
+                "none",
+                "--no-progress",
+                "--force",
+            ]
+        )
         if rc != 0:
             raise RuntimeError(f"hcep simulate exited {rc}: {err.getvalue().strip()}")
         hadoop_file = Path(workdir) / "hadoop.jsonl"
@@ -134,9 +151,17 @@ def run_config(seed: int, trace: str, nodes: int, hours: float, workdir: str) ->
     with open(Path(workdir) / "alerts.jsonl", "w", encoding="utf-8") as f:
         f.writelines(json.dumps(a) + "\n" for a in alerts)
     results = score(sim / "ground_truth.json", alerts)
-    return {"seed": seed, "trace": trace, "nodes": nodes, "hours": hours, "events": len(events),
-            "alerts": len(alerts), "results": results, "simulate_s": simulated,
-            "judge_s": time.perf_counter() - started - simulated}
+    return {
+        "seed": seed,
+        "trace": trace,
+        "nodes": nodes,
+        "hours": hours,
+        "events": len(events),
+        "alerts": len(alerts),
+        "results": results,
+        "simulate_s": simulated,
+        "judge_s": time.perf_counter() - started - simulated,
+    }
 
 
 def _worker(args: tuple[int, str, int, float, str | None]) -> dict[str, Any]:
@@ -161,18 +186,24 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         fp = [k for k in total.alerted if k not in total.truth]
         found = [k for k in total.truth if k in total.alerted]
         delays = sorted(total.alerted[k] - total.truth[k] for k in found)
-        rows.append({
-            "kind": kind, "anomalies": len(total.truth), "planted": len(total.planted & set(total.truth)),
-            "alerts": len(total.alerted), "tp": len(tp), "fp": len(fp),
-            "precision": len(tp) / len(total.alerted) if total.alerted else None,
-            "recall": len(found) / len(total.truth) if total.truth else None,
-            "false_per_1000_node_hours": 1000.0 * len(fp) / node_hours if node_hours else 0.0,
-            "detect_p50": statistics.median(delays) if delays else None,
-            "detect_max": max(delays) if delays else None,
-            "info": total.info,
-            "missed": sorted(k for k in total.truth if k not in total.alerted)[:5],
-            "false": sorted(fp)[:5],
-        })
+        rows.append(
+            {
+                "kind": kind,
+                "anomalies": len(total.truth),
+                "planted": len(total.planted & set(total.truth)),
+                "alerts": len(total.alerted),
+                "tp": len(tp),
+                "fp": len(fp),
+                "precision": len(tp) / len(total.alerted) if total.alerted else None,
+                "recall": len(found) / len(total.truth) if total.truth else None,
+                "false_per_1000_node_hours": 1000.0 * len(fp) / node_hours if node_hours else 0.0,
+                "detect_p50": statistics.median(delays) if delays else None,
+                "detect_max": max(delays) if delays else None,
+                "info": total.info,
+                "missed": sorted(k for k in total.truth if k not in total.alerted)[:5],
+                "false": sorted(fp)[:5],
+            }
+        )
     return rows
 
 
@@ -187,25 +218,57 @@ def print_table(rows: list[dict[str, Any]], runs: list[dict[str, Any]]) -> None:
     from benchmarks.common import print_table as table
 
     node_hours = sum(r["nodes"] * r["hours"] for r in runs)
-    configs = ", ".join(sorted({f"{r['trace']}" for r in runs})) + f"; sizes {sorted({r['nodes'] for r in runs})}" \
+    configs = (
+        ", ".join(sorted({f"{r['trace']}" for r in runs}))
+        + f"; sizes {sorted({r['nodes'] for r in runs})}"
         + f"; seeds {sorted({r['seed'] for r in runs})}"
-    title = (f"detection quality of queries/hadoop.yaml (warning or worse), {len(runs)} clusters ({configs}), "
-             f"{node_hours:,.0f} node-hours, {sum(r['events'] for r in runs):,} events")
-    cols = ["kind", "anomalies", "planted", "alert groups", "precision", "recall", "false / 1000 node-h",
-            "detect p50 s", "detect max s", "info alerts"]
-    body = [[r["kind"], str(r["anomalies"]), str(r["planted"]), str(r["alerts"]), _fmt(r["precision"]),
-             _fmt(r["recall"]), _fmt(r["false_per_1000_node_hours"]), _fmt(r["detect_p50"], 0),
-             _fmt(r["detect_max"], 0), str(r["info"])] for r in rows]
+    )
+    title = (
+        f"detection quality of queries/hadoop.yaml (warning or worse), {len(runs)} clusters ({configs}), "
+        f"{node_hours:,.0f} node-hours, {sum(r['events'] for r in runs):,} events"
+    )
+    cols = [
+        "kind",
+        "anomalies",
+        "planted",
+        "alert groups",
+        "precision",
+        "recall",
+        "false / 1000 node-h",
+        "detect p50 s",
+        "detect max s",
+        "info alerts",
+    ]
+    body = [
+        [
+            r["kind"],
+            str(r["anomalies"]),
+            str(r["planted"]),
+            str(r["alerts"]),
+            _fmt(r["precision"]),
+            _fmt(r["recall"]),
+            _fmt(r["false_per_1000_node_hours"]),
+            _fmt(r["detect_p50"], 0),
+            _fmt(r["detect_max"], 0),
+            str(r["info"]),
+        ]
+        for r in rows
+    ]
     table(title, cols, body, plain=True)
     for r in rows:
         if r["missed"] or r["false"]:
             print(f"  {r['kind']}: missed {r['missed']} false {r['false']}")
-    ok = all((r["precision"] is None or r["precision"] >= TARGETS["precision"])
-             and (r["recall"] is None or r["recall"] >= TARGETS["recall"])
-             and r["false_per_1000_node_hours"] <= TARGETS["false_per_1000_node_hours"]
-             and (r["detect_max"] is None or r["detect_max"] <= TARGETS["detect_seconds"]) for r in rows)
-    print(f"targets (precision >= 0.9, recall >= 0.95, <= 1 false warning / 1000 node-hours, detection <= 120 s): "
-          f"{'met' if ok else 'NOT met'}")
+    ok = all(
+        (r["precision"] is None or r["precision"] >= TARGETS["precision"])
+        and (r["recall"] is None or r["recall"] >= TARGETS["recall"])
+        and r["false_per_1000_node_hours"] <= TARGETS["false_per_1000_node_hours"]
+        and (r["detect_max"] is None or r["detect_max"] <= TARGETS["detect_seconds"])
+        for r in rows
+    )
+    print(
+        f"targets (precision >= 0.9, recall >= 0.95, <= 1 false warning / 1000 node-hours, detection <= 120 s): "
+        f"{'met' if ok else 'NOT met'}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,10 +294,13 @@ def main(argv: list[str] | None = None) -> int:
             seed, trace, nodes, _h, _k = futures[fut]
             run = fut.result()
             runs.append(run)
-            print(f"  {trace} {nodes:>4} nodes seed {seed}: {run['events']:>9,} events, {run['alerts']:>4} alert "
-                  f"transitions ({run['simulate_s']:.0f} s simulate + collect, {run['judge_s']:.0f} s judge) "
-                  f"[{len(runs)}/{len(configs)}, {time.perf_counter() - started:.0f} s]", file=sys.stderr,
-                  flush=True)
+            print(
+                f"  {trace} {nodes:>4} nodes seed {seed}: {run['events']:>9,} events, {run['alerts']:>4} alert "
+                f"transitions ({run['simulate_s']:.0f} s simulate + collect, {run['judge_s']:.0f} s judge) "
+                f"[{len(runs)}/{len(configs)}, {time.perf_counter() - started:.0f} s]",
+                file=sys.stderr,
+                flush=True,
+            )
     rows = summarise(runs)
     print_table(rows, runs)
     if args.json:

@@ -81,8 +81,9 @@ def trend_count(kind: str, records: list[dict]) -> int:
     return sum(r["return"]["trends"] for r in records)
 
 
-def run_one(kind: str, cq: CompiledQuery, events: Sequence[Event], budget: float, max_runs: int,
-            memory: bool = False) -> dict[str, Any]:
+def run_one(
+    kind: str, cq: CompiledQuery, events: Sequence[Event], budget: float, max_runs: int, memory: bool = False
+) -> dict[str, Any]:
     """Feed ``events`` (then flush) within ``budget`` CPU seconds; seconds, events fed, trends, stopped, peak bytes."""
     m = make_matcher(kind, cq)
     if memory:
@@ -138,8 +139,9 @@ def fmt_mb(res: dict[str, Any] | None) -> str:
     return (">" if res["stopped"] else "") + (f"{mb:.3g}" if mb >= 0.01 else f"{mb:.2f}")
 
 
-def sweep(sizes: Sequence[int], budget: float, max_runs: int, seed: int,
-          log: Callable[[str], None]) -> tuple[list[list[str]], list[dict]]:
+def sweep(
+    sizes: Sequence[int], budget: float, max_runs: int, seed: int, log: Callable[[str], None]
+) -> tuple[list[list[str]], list[dict]]:
     """The main table: one row per events-per-window size."""
     rows: list[list[str]] = []
     raw: list[dict] = []
@@ -156,8 +158,9 @@ def sweep(sizes: Sequence[int], budget: float, max_runs: int, seed: int,
             log(f"  n={n:,} {kind} ...")
             times[kind] = run_one(kind, cq, events, budget, max_runs)
             # tracemalloc slows Python code 2-3x: the memory run gets a proportionally larger budget.
-            mems[kind] = (run_one(kind, cq, events, 3 * budget, max_runs, memory=True)
-                          if kind != "imprecise enum" else None)
+            mems[kind] = (
+                run_one(kind, cq, events, 3 * budget, max_runs, memory=True) if kind != "imprecise enum" else None
+            )
             if times[kind]["stopped"]:
                 gave_up[kind] = n
         counts = {times[k]["trends"] for k in EVALUATORS if times.get(k) and times[k]["trends"] is not None}
@@ -170,9 +173,20 @@ def sweep(sizes: Sequence[int], budget: float, max_runs: int, seed: int,
             speedup = (">" if enum["stopped"] else "") + f"{ratio:,.0f}x"
         else:
             speedup = "-"
-        rows.append([f"{n:,}", fmt_trends(trends), fmt_secs(fen), fmt_secs(times["GRETA scan"]), fmt_secs(enum),
-                     fmt_secs(times["imprecise enum"]), speedup, fmt_mb(mems["GRETA Fenwick"]),
-                     fmt_mb(mems["GRETA scan"]), fmt_mb(mems["NFA enum"])])
+        rows.append(
+            [
+                f"{n:,}",
+                fmt_trends(trends),
+                fmt_secs(fen),
+                fmt_secs(times["GRETA scan"]),
+                fmt_secs(enum),
+                fmt_secs(times["imprecise enum"]),
+                speedup,
+                fmt_mb(mems["GRETA Fenwick"]),
+                fmt_mb(mems["GRETA scan"]),
+                fmt_mb(mems["NFA enum"]),
+            ]
+        )
         raw.append({"n": n, "trends": trends, "times": times, "mems": mems})
     return rows, raw
 
@@ -197,8 +211,10 @@ def aggregate_table(n: int, budget: float, seed: int, log: Callable[[str], None]
 
 def header() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{datetime.date.today().isoformat()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
-            f"load {load:.1f} at start")
+    return (
+        f"{datetime.date.today().isoformat()}, Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+        f"load {load:.1f} at start"
+    )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -228,8 +244,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = "python3 -m benchmarks.bench_greta" + (" --quick" if args.quick else "")
     print(f"\n{command}: {header()}; budget {fmt_float(budget)} s per configuration")
     rows, _raw = sweep(sizes, budget, args.max_runs, args.seed, log)
-    columns = ["events/window", "trends", "GRETA Fenwick s", "GRETA scan s", "NFA enum s", "imprecise enum s",
-               "NFA enum / Fenwick", "Fenwick MB", "scan MB", "NFA enum MB"]
+    columns = [
+        "events/window",
+        "trends",
+        "GRETA Fenwick s",
+        "GRETA scan s",
+        "NFA enum s",
+        "imprecise enum s",
+        "NFA enum / Fenwick",
+        "Fenwick MB",
+        "scan MB",
+        "NFA enum MB",
+    ]
     title = "GRETA vs trend enumeration, COUNT(*) of rising-price trends (one window of n events)"
     print_table(title, columns, rows, plain=args.plain)
     agg_rows = aggregate_table(agg_size, budget * 3, args.seed, log)

@@ -432,8 +432,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--profile", metavar="QUERY", help="run QUERY again under pyinstrument and print the call tree")
     ap.add_argument("--plain", action="store_true", help="plain Markdown tables even if rich is installed")
     ap.add_argument("--repeat", type=int, default=1, help="report the fastest of N runs of each row (default 1)")
-    ap.add_argument("--per-event", action="store_true",
-                    help="call feed once per event (the figures before feed_many) instead of feed_many per chunk")
+    ap.add_argument(
+        "--per-event",
+        action="store_true",
+        help="call feed once per event (the figures before feed_many) instead of feed_many per chunk",
+    )
     args = ap.parse_args(argv)
     q = args.quick
     args.nodes = args.nodes or (20 if q else 1000)

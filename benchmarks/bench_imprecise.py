@@ -228,8 +228,14 @@ def fig4_matcher(config: str, cq: Any, umax: int) -> Any:
     return OrderedImpreciseMatcher(cq, umax, order=config)
 
 
-def fig4_orders_table(args: argparse.Namespace, title: str, points: list[tuple[str, str]], events: list[Event],
-                      umax: int, streams: dict[str, tuple[list[Event], int]] | None = None) -> None:
+def fig4_orders_table(
+    args: argparse.Namespace,
+    title: str,
+    points: list[tuple[str, str]],
+    events: list[Event],
+    umax: int,
+    streams: dict[str, tuple[list[Event], int]] | None = None,
+) -> None:
     """One row per (point, order) and a pivot of events/s; ``streams`` gives a point its own events and U_max."""
     rows: list[list[str]] = []
     pivot: list[list[str]] = []
@@ -248,13 +254,37 @@ def fig4_orders_table(args: argparse.Namespace, title: str, points: list[tuple[s
                 chosen = f" -> {m.order}" if config == "auto" else ""
                 if m.order == "selectivity" and m.pivot is not None:
                     chosen += f" (pivot {m.comps[m.pivot].var})"
-            rows.append([label, config + chosen, fmt_int(o.events), fmt_rate(o.rate),
-                         fmt_int(o.matches), fmt_int(o.runs_max), fmt_int(getattr(m, "eps", 0) or o.events),
-                         fmt_int(o.signatures), o.stopped or "-"])
+            rows.append(
+                [
+                    label,
+                    config + chosen,
+                    fmt_int(o.events),
+                    fmt_rate(o.rate),
+                    fmt_int(o.matches),
+                    fmt_int(o.runs_max),
+                    fmt_int(getattr(m, "eps", 0) or o.events),
+                    fmt_int(o.signatures),
+                    o.stopped or "-",
+                ]
+            )
             del m
         pivot.append([label] + [cell_rate(results[c]) for c in FIG4_ORDERS])
-    print_table(title, ["point", "order", "events", "events/s", "matches", "runs / buffered (max)", "roles offered",
-                        "DP evals", "stopped"], rows, plain=args.plain)
+    print_table(
+        title,
+        [
+            "point",
+            "order",
+            "events",
+            "events/s",
+            "matches",
+            "runs / buffered (max)",
+            "roles offered",
+            "DP evals",
+            "stopped",
+        ],
+        rows,
+        plain=args.plain,
+    )
     print_table(f"{title}: events/s (* = stopped on the budget)", ["point", *FIG4_ORDERS], pivot, plain=args.plain)
 
 
@@ -267,14 +297,20 @@ def fig4cd(args: argparse.Namespace) -> None:
     gc.freeze()
     try:
         if args.only in (None, "fig4cd", "fig4b"):
-            text = (f"PATTERN SEQ(E e1, E e2, E e3) WHERE e1.v * 7 % {mod} = 0 AND e2.v * 7 % {mod} = 1 AND "
-                    f"e3.v * 7 % {mod} = 2 WITHIN {w} s")
+            text = (
+                f"PATTERN SEQ(E e1, E e2, E e3) WHERE e1.v * 7 % {mod} = 0 AND e2.v * 7 % {mod} = 1 AND "
+                f"e3.v * 7 % {mod} = 2 WITHIN {w} s"
+            )
             streams = {f"delta={d}": (wrap_events(args.fig4cd_events, d), 2 * d) for d in args.deltas_b}
             fig4_orders_table(
                 args,
                 f"Imprecise-timestamp paper Fig. 4(b): {text.removeprefix('PATTERN ')} against delta, up to "
                 f"{args.fig4cd_events:,} events, budget {args.fig4cd_budget:g} CPU s",
-                [(label, text) for label in streams], events, 2 * delta, streams)
+                [(label, text) for label in streams],
+                events,
+                2 * delta,
+                streams,
+            )
             del streams
         if args.only in (None, "fig4cd", "fig4c"):
             points = []
@@ -287,22 +323,30 @@ def fig4cd(args: argparse.Namespace) -> None:
                 f"Imprecise-timestamp paper Fig. 4(c): SEQ(E e1, ..., E el) WHERE ej.v * 7 % {mod} = j - 1 WITHIN {w} "
                 f"(each component 1/{mod} of the events), delta {delta}, up to {args.fig4cd_events:,} events, budget "
                 f"{args.fig4cd_budget:g} CPU s",
-                points, events, 2 * delta)
+                points,
+                events,
+                2 * delta,
+            )
         if args.only in (None, "fig4cd", "fig4d"):
             points = []
             dm = args.fig4d_modulus
             for skew in args.skews:
                 s1, s2, s3 = skew
                 starts = (0, s1, s1 + s2)
-                preds = " AND ".join(f"e{j + 1}.v * 7 % {dm} >= {a} AND e{j + 1}.v * 7 % {dm} < {a + n}"
-                                     for j, (a, n) in enumerate(zip(starts, skew, strict=True)))
+                preds = " AND ".join(
+                    f"e{j + 1}.v * 7 % {dm} >= {a} AND e{j + 1}.v * 7 % {dm} < {a + n}"
+                    for j, (a, n) in enumerate(zip(starts, skew, strict=True))
+                )
                 points.append((f"{s1}:{s2}:{s3}", f"PATTERN SEQ(E e1, E e2, E e3) WHERE {preds} WITHIN {w} s"))
             fig4_orders_table(
                 args,
                 f"Imprecise-timestamp paper Fig. 4(d): SEQ(E e1, E e2, E e3), component rates s1:s2:s3 out of "
                 f"{args.fig4d_modulus} residues of v * 7 (the same {sum(args.skews[0])} in all), WITHIN {w}, delta "
                 f"{delta}, up to {args.fig4cd_events:,} events, budget {args.fig4cd_budget:g} CPU s",
-                points, events, 2 * delta)
+                points,
+                events,
+                2 * delta,
+            )
     finally:
         gc.unfreeze()
 
@@ -317,8 +361,11 @@ def _ints(text: str) -> list[int]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python3 -m benchmarks.bench_imprecise", description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: tiny streams, few configurations")
-    ap.add_argument("--only", choices=("fig6", "fig4a", "fig4cd", "fig4b", "fig4c", "fig4d"),
-                    help="run one part only (fig4cd: 4(b), 4(c) and 4(d))")
+    ap.add_argument(
+        "--only",
+        choices=("fig6", "fig4a", "fig4cd", "fig4b", "fig4c", "fig4d"),
+        help="run one part only (fig4cd: 4(b), 4(c) and 4(d))",
+    )
     ap.add_argument("--budget", type=float, help="CPU seconds per configuration (default 20, quick 0.05)")
     ap.add_argument("--size", type=int, default=10, help="interval size in points for Fig. 6 (default 10)")
     ap.add_argument("--windows", help="W of the sparse Fig. 6 sweep (default 1000,10000,100000)")
@@ -333,8 +380,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--fig4-budget", type=float, help="CPU seconds per Fig. 4(a) configuration (default 8)")
     ap.add_argument("--deltas-b", help="half-interval sizes of Fig. 4(b) (default 1,5,20,50)")
     ap.add_argument("--lengths", help="pattern lengths of Fig. 4(c) (default 2,3,4,5,6)")
-    ap.add_argument("--skews", help="s1:s2:s3 component rates of Fig. 4(d), out of --fig4d-modulus residues "
-                    "(default 40:40:40,80:30:10,100:15:5,110:9:1,116:3:1)")
+    ap.add_argument(
+        "--skews",
+        help="s1:s2:s3 component rates of Fig. 4(d), out of --fig4d-modulus residues "
+        "(default 40:40:40,80:30:10,100:15:5,110:9:1,116:3:1)",
+    )
     ap.add_argument("--fig4cd-modulus", type=int, default=20, help="M of Fig. 4(c): each component 1/M (default 20)")
     ap.add_argument("--fig4d-modulus", type=int, default=600, help="residues of Fig. 4(d) (default 600)")
     ap.add_argument("--fig4cd-delta", type=int, default=5, help="half interval of Fig. 4(c)/(d) (default 5)")

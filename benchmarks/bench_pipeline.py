@@ -78,8 +78,17 @@ def workload(n: int, seed: int = 1) -> tuple[list[dict], list[dict]]:
             for p in range(8):
                 t += 0.05
                 period = rng.uniform(5, 9) if p == 7 and rng.random() < 0.3 else rng.uniform(1, 2)
-                hadoop.append({"type": "DataPull", "ts": round(t, 2), "delta": 0.5, "job_id": job, "task_id": task,
-                               "period": round(period, 2), "bytes": 1000})
+                hadoop.append(
+                    {
+                        "type": "DataPull",
+                        "ts": round(t, 2),
+                        "delta": 0.5,
+                        "job_id": job,
+                        "task_id": task,
+                        "period": round(period, 2),
+                        "bytes": 1000,
+                    }
+                )
             t += 0.05
             hadoop.append({"type": "ReducerEnd", "ts": round(t, 2), "delta": 0.5, "job_id": job, "task_id": task})
             hadoop.append({"type": "Mapper", "ts": round(t, 2), "delta": 0.5, "job_id": job, "period": 3.0})
@@ -91,8 +100,9 @@ def workload(n: int, seed: int = 1) -> tuple[list[dict], list[dict]]:
     while g < t + 1300:  # past the last job by two 10-minute windows: every distinct record gets released
         val = round(rng.uniform(0.2, 2.0), 3)
         ganglia.append({"type": "LoadStd", "ts": round(g, 2), "delta": 7.5, "val": val, "cluster": "c"})
-        ganglia.append({"type": "Imbalance" if val > 1 else "Balance", "ts": round(g, 2), "delta": 7.5, "val": val,
-                        "cluster": "c"})
+        ganglia.append(
+            {"type": "Imbalance" if val > 1 else "Balance", "ts": round(g, 2), "delta": 7.5, "val": val, "cluster": "c"}
+        )
         g += 15.0
     return hadoop, ganglia
 
@@ -183,16 +193,28 @@ producer.close()
 """
 
 
-def _run_service(bootstrap: str, prefix: str, pack_file: str, data_dir: str, url: str,
-                 part: str = "") -> tuple[Any, dict]:
+def _run_service(
+    bootstrap: str, prefix: str, pack_file: str, data_dir: str, url: str, part: str = ""
+) -> tuple[Any, dict]:
     from app.alerts import parse_webhooks
     from app.stream import Service, ServiceConfig
     from engine.language.packs import load_pack
 
-    cfg = ServiceConfig(pack=pack_file, bootstrap=bootstrap, group=f"{prefix}{part}", instance=f"bench{part}",
-                        shared_topics=[f"{prefix}.hadoop{part}"], broadcast_topics=[f"{prefix}.ganglia"],
-                        matches_topic=None, data_dir=data_dir, metrics_port=None, idle_timeout=1.0,
-                        webhooks=parse_webhooks({"ops": url}), exit_when_idle=2.0, drain_timeout=30.0)
+    cfg = ServiceConfig(
+        pack=pack_file,
+        bootstrap=bootstrap,
+        group=f"{prefix}{part}",
+        instance=f"bench{part}",
+        shared_topics=[f"{prefix}.hadoop{part}"],
+        broadcast_topics=[f"{prefix}.ganglia"],
+        matches_topic=None,
+        data_dir=data_dir,
+        metrics_port=None,
+        idle_timeout=1.0,
+        webhooks=parse_webhooks({"ops": url}),
+        exit_when_idle=2.0,
+        drain_timeout=30.0,
+    )
     marks: dict[str, float] = {}
 
     class Timed(Service):
@@ -228,8 +250,9 @@ def _latencies(data_dir: str, receiver: _Receiver) -> tuple[int, int, list[float
     return len(created), len(received), sorted(received[i] - created[i] for i in received if i in created)
 
 
-def live_row(bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file: str, rate: float,
-             workdir: str) -> dict[str, Any]:
+def live_row(
+    bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file: str, rate: float, workdir: str
+) -> dict[str, Any]:
     """Events published at ``rate``/s by another process while the service runs: alert latency in steady state."""
     from app.kafka_io import ensure_topics
 
@@ -275,8 +298,15 @@ def _child(argv: list[str]) -> int:
     return 0
 
 
-def multi_row(bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file: str, pack_size: int,
-              processes: int, workdir: str) -> dict[str, Any]:
+def multi_row(
+    bootstrap: str,
+    hadoop: list[dict],
+    ganglia: list[dict],
+    pack_file: str,
+    pack_size: int,
+    processes: int,
+    workdir: str,
+) -> dict[str, Any]:
     """``processes`` services side by side, as a consumer group that has settled: the jobs are split over
     ``processes`` Hadoop topics of 4 / N partitions each (equal numbers of events, :func:`_balanced_shares`), one
     service (its own group) per topic, all reading the Ganglia topic in full.  (One group over one topic would
@@ -291,8 +321,13 @@ def multi_row(bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file
     share = _balanced_shares(hadoop, processes)
     t0 = time.perf_counter()
     for k in range(processes):
-        publish([e for e in hadoop if share[e["job_id"]] == k], bootstrap, "hadoop", topic=f"{prefix}.hadoop{k}",
-                pack=pack_size)
+        publish(
+            [e for e in hadoop if share[e["job_id"]] == k],
+            bootstrap,
+            "hadoop",
+            topic=f"{prefix}.hadoop{k}",
+            pack=pack_size,
+        )
     publish(ganglia, bootstrap, "ganglia", topic=f"{prefix}.ganglia", pack=pack_size)
     publish_s = time.perf_counter() - t0
     n = len(hadoop) + len(ganglia)
@@ -303,9 +338,26 @@ def multi_row(bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file
         for k in range(processes):
             data_dir = os.path.join(workdir, f"{prefix}-{k}")
             os.makedirs(data_dir, exist_ok=True)
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "benchmarks.bench_pipeline", "--child", bootstrap, prefix, pack_file, data_dir,
-                 receiver.url, str(k)], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "benchmarks.bench_pipeline",
+                        "--child",
+                        bootstrap,
+                        prefix,
+                        pack_file,
+                        data_dir,
+                        receiver.url,
+                        str(k),
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+            )
         marks = [json.loads(p.communicate(timeout=3600)[0].strip().splitlines()[-1]) for p in procs]
     finally:
         for p in procs:
@@ -347,8 +399,9 @@ def _balanced_shares(hadoop: list[dict], processes: int) -> dict[str, int]:
     return share
 
 
-def one_row(bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file: str, pack_size: int,
-            workdir: str) -> dict[str, Any]:
+def one_row(
+    bootstrap: str, hadoop: list[dict], ganglia: list[dict], pack_file: str, pack_size: int, workdir: str
+) -> dict[str, Any]:
     from app.kafka_io import ensure_topics
     from app.publish import publish
 
@@ -391,20 +444,33 @@ def main(argv: list[str] | None = None) -> int:
         return _child(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", help="use this broker (default: start one with deploy/kafka in a temp dir)")
-    parser.add_argument("--stream", choices=("synthetic", "simulated"), default="synthetic",
-                        help="synthetic: this module's workload(); simulated: the SWIM cluster simulator's trace "
-                             "(hcep simulate + hcep collect hadoop + the Ganglia derivation), as in bench_hadoop_pack")
+    parser.add_argument(
+        "--stream",
+        choices=("synthetic", "simulated"),
+        default="synthetic",
+        help="synthetic: this module's workload(); simulated: the SWIM cluster simulator's trace "
+        "(hcep simulate + hcep collect hadoop + the Ganglia derivation), as in bench_hadoop_pack",
+    )
     parser.add_argument("--events", type=int, default=200_000, help="size of the synthetic stream")
     parser.add_argument("--nodes", type=int, default=500, help="simulated cluster size (--stream simulated)")
     parser.add_argument("--hours", type=float, default=1.0, help="simulated hours (--stream simulated)")
     parser.add_argument("--pack-size", type=int, nargs="+", default=[1, 50])
     parser.add_argument("--queries", choices=("hadoop", "light"), default="hadoop")
-    parser.add_argument("--live-rate", type=float, default=2000.0,
-                        help="events/s of the live phase (alert latency in steady state; 0: skip it)")
+    parser.add_argument(
+        "--live-rate",
+        type=float,
+        default=2000.0,
+        help="events/s of the live phase (alert latency in steady state; 0: skip it)",
+    )
     parser.add_argument("--live-events", type=int, default=20_000)
     parser.add_argument("--quick", action="store_true", help="20,000 events, a 5,000-event live phase")
-    parser.add_argument("--processes", type=int, nargs="+", default=[1],
-                        help="rows with N services side by side (see multi_row), e.g. --processes 1 2")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="rows with N services side by side (see multi_row), e.g. --processes 1 2",
+    )
     args = parser.parse_args(argv)
     import logging
 
@@ -422,10 +488,25 @@ def main(argv: list[str] | None = None) -> int:
             pack_file = os.path.join(work, "light.yaml")
             Path(pack_file).write_text(LIGHT_PACK)
         hadoop, ganglia = workload(n) if args.stream == "synthetic" else simulated(args.nodes, args.hours, work)
-        print(f"pipeline benchmark ({args.stream} stream): {len(hadoop) + len(ganglia)} events ({len(hadoop)} Hadoop,"
-              f" {len(ganglia)} Ganglia), pack {args.queries}, broker {bootstrap}, {os.cpu_count()} cores", flush=True)
-        cols = ["events", "pack", "procs", "publish ev/s", "drain ev/s", "e2e ev/s", "ev/CPU-s", "fed", "alerts",
-                "delivered", "p50 ms", "p99 ms"]
+        print(
+            f"pipeline benchmark ({args.stream} stream): {len(hadoop) + len(ganglia)} events ({len(hadoop)} Hadoop,"
+            f" {len(ganglia)} Ganglia), pack {args.queries}, broker {bootstrap}, {os.cpu_count()} cores",
+            flush=True,
+        )
+        cols = [
+            "events",
+            "pack",
+            "procs",
+            "publish ev/s",
+            "drain ev/s",
+            "e2e ev/s",
+            "ev/CPU-s",
+            "fed",
+            "alerts",
+            "delivered",
+            "p50 ms",
+            "p99 ms",
+        ]
         print("| " + " | ".join(cols) + " |")
         print("|" + "---|" * len(cols))
         for size in args.pack_size:
@@ -437,8 +518,10 @@ def main(argv: list[str] | None = None) -> int:
                 print("| " + " | ".join(_fmt(row[c]) for c in cols) + " |", flush=True)
         if args.live_rate > 0:
             lh, lg = workload(5_000 if args.quick else args.live_events, seed=2)
-            print(f"\nlive: {len(lh) + len(lg)} events published at {args.live_rate:,.0f}/s by another process "
-                  "while the service runs (one event per message); latency = webhook receipt - engine emission")
+            print(
+                f"\nlive: {len(lh) + len(lg)} events published at {args.live_rate:,.0f}/s by another process "
+                "while the service runs (one event per message); latency = webhook receipt - engine emission"
+            )
             cols = ["events", "rate ev/s", "alerts", "delivered", "p50 ms", "p99 ms", "max ms"]
             print("| " + " | ".join(cols) + " |")
             print("|" + "---|" * len(cols))
@@ -446,8 +529,7 @@ def main(argv: list[str] | None = None) -> int:
             print("| " + " | ".join(_fmt(row[c]) for c in cols) + " |", flush=True)
     finally:
         if broker_args is not None:
-            subprocess.run(["bash", str(ROOT / "deploy/kafka/stop.sh"), *broker_args], capture_output=True,
-                           timeout=120)
+            subprocess.run(["bash", str(ROOT / "deploy/kafka/stop.sh"), *broker_args], capture_output=True, timeout=120)
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

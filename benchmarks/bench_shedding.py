@@ -49,15 +49,27 @@ from engine.shedding import SheddingConfig, SheddingMatcher
 TICK = 1.0
 ROUND = 40.0  # seconds between Ganglia rounds
 QUERIES: dict[str, tuple[str, str]] = {
-    "QK": ("skip_till_any_match", """PATTERN SEQ(ReducerStart a, LoadStd+ b[], ReducerEnd c)
-WHERE [task_id] AND b[i].val >= b[i-1].val WITHIN 10 minutes RETURN a.task_id AS task_id"""),
-    "Q3": ("skip_till_next_match", """PATTERN SEQ(ReducerStart a, DataPull+ b[], DataPull c)
+    "QK": (
+        "skip_till_any_match",
+        """PATTERN SEQ(ReducerStart a, LoadStd+ b[], ReducerEnd c)
+WHERE [task_id] AND b[i].val >= b[i-1].val WITHIN 10 minutes RETURN a.task_id AS task_id""",
+    ),
+    "Q3": (
+        "skip_till_next_match",
+        """PATTERN SEQ(ReducerStart a, DataPull+ b[], DataPull c)
 WHERE [task_id] AND c.period > 2 * avg(b[].period) WITHIN 10 minutes
-RETURN a.task_id AS task_id, c.period AS period"""),
-    "Q4": ("skip_till_next_match", """PATTERN SEQ(JobStart a, DataIO+ b[]) WHERE [job_id] WITHIN 30 minutes
-RETURN a.job_id AS job_id, sum(b[].size) AS queued"""),
-    "QN": ("skip_till_next_match", """PATTERN SEQ(ReducerStart a, ~Imbalance x, ReducerEnd c) WHERE [task_id]
-WITHIN 10 minutes RETURN a.task_id AS task_id"""),
+RETURN a.task_id AS task_id, c.period AS period""",
+    ),
+    "Q4": (
+        "skip_till_next_match",
+        """PATTERN SEQ(JobStart a, DataIO+ b[]) WHERE [job_id] WITHIN 30 minutes
+RETURN a.job_id AS job_id, sum(b[].size) AS queued""",
+    ),
+    "QN": (
+        "skip_till_next_match",
+        """PATTERN SEQ(ReducerStart a, ~Imbalance x, ReducerEnd c) WHERE [task_id]
+WITHIN 10 minutes RETURN a.task_id AS task_id""",
+    ),
 }
 WEIGHTS = {"Q3": 2.0}
 COST = CostModel(per_event=2e-6, per_run=1e-6, shed_base=5e-6, shed_per_run=1e-7)
@@ -67,8 +79,11 @@ LABEL = {"pspice": "pSPICE", "random_runs": "PM-BL", "random_events": "E-BL", "s
 
 
 def compile_queries(names: Sequence[str] | None = None) -> list[CompiledQuery]:
-    return [compile_query(text, name=name, strategy=strategy, tick=TICK)
-            for name, (strategy, text) in QUERIES.items() if names is None or name in names]
+    return [
+        compile_query(text, name=name, strategy=strategy, tick=TICK)
+        for name, (strategy, text) in QUERIES.items()
+        if names is None or name in names
+    ]
 
 
 def make_matchers(names: Sequence[str] | None = None) -> list[Matcher]:
@@ -175,8 +190,14 @@ def false_negatives(truth: Counter, records: Sequence[dict]) -> dict[str, Any]:
     }
 
 
-def run_policy(events: Sequence[Event], times: Sequence[float], policy: str, bound_ms: float, seed: int,
-               schedule: dict[int, list[tuple[str, int]]] | None = None) -> tuple[Any, SheddingMatcher]:
+def run_policy(
+    events: Sequence[Event],
+    times: Sequence[float],
+    policy: str,
+    bound_ms: float,
+    seed: int,
+    schedule: dict[int, list[tuple[str, int]]] | None = None,
+) -> tuple[Any, SheddingMatcher]:
     cfg = SheddingConfig(enabled=True, latency_bound_ms=bound_ms, weights=WEIGHTS, policy=policy, seed=seed)
     sm = SheddingMatcher(make_matchers(), cfg, cost_model=COST, schedule=schedule, record_schedule=True)
     return replay(sm, events, times), sm
@@ -202,11 +223,22 @@ def experiment(n_events: int, seed: int, overloads: Sequence[float], bound_ms: f
                 for i, scope, n in sm.schedule_log or ():
                     schedule.setdefault(i, []).append((scope, n))
             m = sm.metrics()
-            rows.append({**base, "policy": policy, **false_negatives(truth, res.records),
-                         "max": res.max_latency(), "p99": res.percentile(0.99),
-                         "shed_runs": m["shed_runs"], "shed_events": m["shed_events"], "shed_calls": m["shed_calls"],
-                         "processing": m["processing_seconds"], "shedding": m["shedding_seconds"],
-                         "overhead": m["overhead_seconds"], "rebuilds": sum(m["model_rebuilds"].values())})
+            rows.append(
+                {
+                    **base,
+                    "policy": policy,
+                    **false_negatives(truth, res.records),
+                    "max": res.max_latency(),
+                    "p99": res.percentile(0.99),
+                    "shed_runs": m["shed_runs"],
+                    "shed_events": m["shed_events"],
+                    "shed_calls": m["shed_calls"],
+                    "processing": m["processing_seconds"],
+                    "shedding": m["shedding_seconds"],
+                    "overhead": m["overhead_seconds"],
+                    "rebuilds": sum(m["model_rebuilds"].values()),
+                }
+            )
     return rows
 
 
@@ -240,21 +272,38 @@ def report(rows: Sequence[dict[str, Any]], bound_ms: float, n_events: int, seeds
         for policy in (*POLICIES, "same"):
             g = groups[(x, policy)]
             fn = [r["fn"] for r in g]
-            table.append([
-                f"{100 * x:.0f}%", LABEL[policy],
-                f"{_mean(fn):.1f}" + (f" ± {_std(fn):.1f}" if len(fn) > 1 else ""),
-                *(f"{_mean([r['per_query'][q] for r in g]):.1f}" for q in QUERIES),
-                f"{sum(r['fp'] for r in g):,}",
-                f"{_mean([r['shed_runs'] for r in g]):,.0f}", f"{_mean([r['shed_events'] for r in g]):,.0f}",
-                f"{max(r['max'] for r in g) / bound:.2f}", f"{max(r['p99'] for r in g) / bound:.2f}",
-                f"{max(r['unshed_max'] for r in g) / bound:.1f}",
-            ])
+            table.append(
+                [
+                    f"{100 * x:.0f}%",
+                    LABEL[policy],
+                    f"{_mean(fn):.1f}" + (f" ± {_std(fn):.1f}" if len(fn) > 1 else ""),
+                    *(f"{_mean([r['per_query'][q] for r in g]):.1f}" for q in QUERIES),
+                    f"{sum(r['fp'] for r in g):,}",
+                    f"{_mean([r['shed_runs'] for r in g]):,.0f}",
+                    f"{_mean([r['shed_events'] for r in g]):,.0f}",
+                    f"{max(r['max'] for r in g) / bound:.2f}",
+                    f"{max(r['p99'] for r in g) / bound:.2f}",
+                    f"{max(r['unshed_max'] for r in g) / bound:.1f}",
+                ]
+            )
     print_table(
         f"False negatives (% of the unshed run's matches; weighted: Q3 x2), {n_events:,} events, {seeds} seed(s), "
         f"LB = {bound_ms:g} ms",
-        ["overload", "policy", "FN % (weighted)", *(f"FN % {q}" for q in QUERIES), "FP", "runs shed",
-         "events shed", "max lat / LB", "p99 / LB", "unshed max / LB"],
-        table, plain=plain)
+        [
+            "overload",
+            "policy",
+            "FN % (weighted)",
+            *(f"FN % {q}" for q in QUERIES),
+            "FP",
+            "runs shed",
+            "events shed",
+            "max lat / LB",
+            "p99 / LB",
+            "unshed max / LB",
+        ],
+        table,
+        plain=plain,
+    )
 
     cmp_rows = []
     for x in overloads:
@@ -268,7 +317,10 @@ def report(rows: Sequence[dict[str, Any]], bound_ms: float, n_events: int, seeds
     print_table(
         "pSPICE against the baselines (mean FN %): 'fewer' = 1 - pSPICE / baseline; 'paper-style' = difference over "
         "the smaller value (how the paper states '70% fewer'; negative: the baseline lost fewer)",
-        ["overload", "baseline", "pSPICE FN %", "baseline FN %", "fewer FN", "paper-style"], cmp_rows, plain=plain)
+        ["overload", "baseline", "pSPICE FN %", "baseline FN %", "fewer FN", "paper-style"],
+        cmp_rows,
+        plain=plain,
+    )
 
     over_rows = []
     for policy in (*POLICIES, "same"):
@@ -276,14 +328,34 @@ def report(rows: Sequence[dict[str, Any]], bound_ms: float, n_events: int, seeds
         proc = sum(r["processing"] for r in g)
         shed = sum(r["shedding"] for r in g)
         over = sum(r["overhead"] for r in g)
-        over_rows.append([LABEL[policy], f"{proc:.2f}", f"{over:.3f}", f"{shed:.3f}",
-                          f"{100 * over / proc:.1f}%" if proc else "-", f"{100 * shed / proc:.1f}%" if proc else "-",
-                          f"{_mean([r['shed_calls'] for r in g]):,.0f}", f"{_mean([r['rebuilds'] for r in g]):.1f}"])
+        over_rows.append(
+            [
+                LABEL[policy],
+                f"{proc:.2f}",
+                f"{over:.3f}",
+                f"{shed:.3f}",
+                f"{100 * over / proc:.1f}%" if proc else "-",
+                f"{100 * shed / proc:.1f}%" if proc else "-",
+                f"{_mean([r['shed_calls'] for r in g]):,.0f}",
+                f"{_mean([r['rebuilds'] for r in g]):.1f}",
+            ]
+        )
     print_table(
         "Overhead, measured (time.perf_counter, all overloads and seeds): processing = the matchers' feed; deciding = "
         "detector, latency fits, transition observation, model rebuilds; shedding = victim selection and removal",
-        ["policy", "processing s", "deciding s", "shedding s", "deciding / processing", "shedding / processing",
-         "shed passes / run", "table rebuilds / run"], over_rows, plain=plain)
+        [
+            "policy",
+            "processing s",
+            "deciding s",
+            "shedding s",
+            "deciding / processing",
+            "shedding / processing",
+            "shed passes / run",
+            "table rebuilds / run",
+        ],
+        over_rows,
+        plain=plain,
+    )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -304,11 +376,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    print(f"bench_shedding {'--quick ' if args.quick else ''}on Python {platform.python_version()} "
-          f"({platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}), "
-          f"{time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"cost model: {COST.per_event * 1e6:g} us + {COST.per_run * 1e6:g} us per run stepped; shedding pass "
-          f"{COST.shed_base * 1e6:g} us + {COST.shed_per_run * 1e6:g} us per run scanned")
+    print(
+        f"bench_shedding {'--quick ' if args.quick else ''}on Python {platform.python_version()} "
+        f"({platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}), "
+        f"{time.strftime('%Y-%m-%d %H:%M')}"
+    )
+    print(
+        f"cost model: {COST.per_event * 1e6:g} us + {COST.per_run * 1e6:g} us per run stepped; shedding pass "
+        f"{COST.shed_base * 1e6:g} us + {COST.shed_per_run * 1e6:g} us per run scanned"
+    )
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     for seed in range(1, args.seeds + 1):

@@ -74,8 +74,10 @@ def generate(events: int, seed: int, data: Path, procs: int) -> tuple[Path, int]
     with ProcessPoolExecutor(max_workers=procs) as pool:
         total = sum(pool.map(_write_part, jobs))
     done.write_text(str(total))
-    print(f"generated {fmt_int(total)} events in {parts} files ({time.monotonic() - started:.0f} s) -> {directory}",
-          file=sys.stderr)
+    print(
+        f"generated {fmt_int(total)} events in {parts} files ({time.monotonic() - started:.0f} s) -> {directory}",
+        file=sys.stderr,
+    )
     return directory, total
 
 
@@ -104,8 +106,9 @@ def tree_cpu(root: int | None = None) -> float:
     return total
 
 
-def run_one(master: str, inputs: list[str], pack: str, memory: str, progress: bool, spark: Any = None
-            ) -> dict[str, Any]:
+def run_one(
+    master: str, inputs: list[str], pack: str, memory: str, progress: bool, spark: Any = None
+) -> dict[str, Any]:
     """One batch run; ``spark`` reuses a session (tests), else one is built for ``master``."""
     from app.commands.match import load_pack
     from app.spark.batch import plans_from_pack, run_batch
@@ -167,8 +170,20 @@ def _worker(args: argparse.Namespace) -> int:
 
 def _spawn(master: str, directory: Path, args: argparse.Namespace) -> dict[str, Any]:
     files = sorted(str(p) for p in directory.glob("part-*.jsonl"))
-    cmd = [sys.executable, "-m", "benchmarks.bench_spark", "--worker", master, "--pack", args.pack,
-           "--driver-memory", args.driver_memory, *(["--progress"] if args.progress else []), "--inputs", *files]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.bench_spark",
+        "--worker",
+        master,
+        "--pack",
+        args.pack,
+        "--driver-memory",
+        args.driver_memory,
+        *(["--progress"] if args.progress else []),
+        "--inputs",
+        *files,
+    ]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -180,14 +195,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="40,000 events")
     parser.add_argument("--masters", default="local[1],local[2]", help="comma-separated Spark masters")
     parser.add_argument("--pack", default=str(PACK), help="query pack (the Hadoop pack)")
-    parser.add_argument("--data", default=os.environ.get("HCEP_BENCH_DATA", "/tmp/hcep-bench-spark"),
-                        help="where the generated trace is kept")
+    parser.add_argument(
+        "--data",
+        default=os.environ.get("HCEP_BENCH_DATA", "/tmp/hcep-bench-spark"),
+        help="where the generated trace is kept",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--driver-memory", default="3g", help="driver (= local executor) memory")
-    parser.add_argument("--reference", type=int, default=0, metavar="N",
-                        help="also time the single-process engine over the first N events")
-    parser.add_argument("--in-process", action="store_true",
-                        help="one run in this process with the active (or a new) session: for tests")
+    parser.add_argument(
+        "--reference",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time the single-process engine over the first N events",
+    )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="one run in this process with the active (or a new) session: for tests",
+    )
     parser.add_argument("--progress", action="store_true", help="Spark progress bars on stderr")
     parser.add_argument("--plain", action="store_true", help="Markdown tables even if rich is installed")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -199,8 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     masters = [m.strip() for m in args.masters.split(",") if m.strip()]
     load = os.getloadavg()[0]
     stamp = datetime.now().strftime("%Y-%m-%d %H:%M")
-    print(f"bench_spark on Python {platform.python_version()} ({platform.machine()}, {os.cpu_count()} CPUs, load "
-          f"average {load:.1f}), {stamp}")
+    print(
+        f"bench_spark on Python {platform.python_version()} ({platform.machine()}, {os.cpu_count()} CPUs, load "
+        f"average {load:.1f}), {stamp}"
+    )
     directory, total = generate(events, args.seed, Path(args.data), procs=os.cpu_count() or 2)
     files = sorted(str(p) for p in directory.glob("part-*.jsonl"))
     print(f"trace: {fmt_int(total)} events, pack {Path(args.pack).name}")
@@ -216,21 +244,45 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(_spawn(master, directory, args))
     base = next((r["batch_s"] for r in rows if r["master"] == "local[1]"), None)
     table = [
-        [r["master"], fmt_int(r["events"]), fmt_int(r["records"]), f"{r['jvm_s']:.1f}", f"{r['batch_s']:.1f}",
-         fmt_rate(r["events"] / r["batch_s"]), f"{base / r['batch_s']:.2f}x" if base else "-",
-         f"{r['cpu_s']:.0f}" if r["cpu_s"] else "-", fmt_rate(r["events"] / r["cpu_s"]) if r["cpu_s"] else "-",
-         f"{r['load']:.1f}"]
+        [
+            r["master"],
+            fmt_int(r["events"]),
+            fmt_int(r["records"]),
+            f"{r['jvm_s']:.1f}",
+            f"{r['batch_s']:.1f}",
+            fmt_rate(r["events"] / r["batch_s"]),
+            f"{base / r['batch_s']:.2f}x" if base else "-",
+            f"{r['cpu_s']:.0f}" if r["cpu_s"] else "-",
+            fmt_rate(r["events"] / r["cpu_s"]) if r["cpu_s"] else "-",
+            f"{r['load']:.1f}",
+        ]
         for r in rows
     ]
-    print_table(f"hcep batch, Hadoop pack, {fmt_int(total)} events",
-                ["master", "events", "records", "JVM start s", "batch s", "events/s", "speed-up", "CPU s",
-                 "events/CPU s", "load"], table, plain=args.plain)
+    print_table(
+        f"hcep batch, Hadoop pack, {fmt_int(total)} events",
+        [
+            "master",
+            "events",
+            "records",
+            "JVM start s",
+            "batch s",
+            "events/s",
+            "speed-up",
+            "CPU s",
+            "events/CPU s",
+            "load",
+        ],
+        table,
+        plain=args.plain,
+    )
     print(f"cut: {'; '.join(rows[0]['families'])}")
     if args.reference:
         ref = reference(files, args.pack, args.reference)
-        print(f"single-process engine (match_events) over the first {fmt_int(ref['events'])} events: "
-              f"{fmt_int(ref['records'])} records, {ref['cpu_s']:.1f} CPU s, "
-              f"{fmt_rate(ref['events'] / ref['cpu_s'])} events/s")
+        print(
+            f"single-process engine (match_events) over the first {fmt_int(ref['events'])} events: "
+            f"{fmt_int(ref['records'])} records, {ref['cpu_s']:.1f} CPU s, "
+            f"{fmt_rate(ref['events'] / ref['cpu_s'])} events/s"
+        )
     return 0
 
 

@@ -130,8 +130,11 @@ def latest(transitions: pd.DataFrame) -> pd.DataFrame:
     """One row per alert group: its latest transition (``state`` firing = open), plus ``transitions`` (how many the
     group had), ``first_fired`` (when the group first fired) and ``fired_summary`` (the summary of its latest firing
     transition: a resolution's own summary speaks of the record that cleared it, e.g. "0.0 GiB ... not fetched")."""
-    extra = {"transitions": pd.Series(dtype="int64"), "first_fired": pd.Series(dtype="float64"),
-             "fired_summary": pd.Series(dtype="object")}
+    extra = {
+        "transitions": pd.Series(dtype="int64"),
+        "first_fired": pd.Series(dtype="float64"),
+        "fired_summary": pd.Series(dtype="object"),
+    }
     if transitions.empty:
         return transitions.assign(**extra)
     counts = transitions.groupby("group")["transition_id"].size()
@@ -165,8 +168,14 @@ def with_alertmanager(alerts: pd.DataFrame, manager: pd.DataFrame | None) -> pd.
     if manager is None:
         out["am_state"] = None
         return out
-    states = {fingerprint(dict(labels)): am_state(row) for labels, row in
-              zip(manager["labels"], manager.to_dict("records"), strict=True)} if not manager.empty else {}
+    states = (
+        {
+            fingerprint(dict(labels)): am_state(row)
+            for labels, row in zip(manager["labels"], manager.to_dict("records"), strict=True)
+        }
+        if not manager.empty
+        else {}
+    )
     out["am_state"] = out["alert_id"].map(lambda fp: states.get(fp, "not in Alertmanager"))
     return out
 
@@ -191,8 +200,11 @@ def only_in_alertmanager(alerts: pd.DataFrame, manager: pd.DataFrame | None) -> 
         labels = dict(row["labels"])
         if fingerprint(labels) in known:
             continue
-        notes = {"summary": row.get("summary") or "", "evidence": json.dumps(row.get("evidence") or {}),
-                 "confidence": "" if row.get("confidence") is None else str(row["confidence"])}
+        notes = {
+            "summary": row.get("summary") or "",
+            "evidence": json.dumps(row.get("evidence") or {}),
+            "confidence": "" if row.get("confidence") is None else str(row["confidence"]),
+        }
         alert = Alert(labels, notes, float(row.get("startsAt") or 0.0))
         rows.append(row_of(alert, "alertmanager", i))
     return transitions_frame(rows)

@@ -24,21 +24,34 @@ def _best_per_job(matches: pd.DataFrame) -> pd.DataFrame:
 
 def job_skew(q1: pd.DataFrame, q2: pd.DataFrame) -> pd.DataFrame:
     """Per job: task counts, average and slowest durations and skew (slowest / average) of mappers and reducers."""
-    cols = ["job_id", "maps", "map_avg", "map_max", "map_skew", "reduces", "reduce_avg", "reduce_max", "reduce_skew",
-            "start", "end"]
+    cols = [
+        "job_id",
+        "maps",
+        "map_avg",
+        "map_max",
+        "map_skew",
+        "reduces",
+        "reduce_avg",
+        "reduce_max",
+        "reduce_skew",
+        "start",
+        "end",
+    ]
     parts = []
     for frame, kind, count in ((q1, "map", "maps"), (q2, "reduce", "reduces")):
         best = _best_per_job(frame)
         if best.empty:
             continue
-        part = pd.DataFrame({
-            "job_id": best["job_id"],
-            count: best["n"],
-            f"{kind}_avg": pd.to_numeric(best.get("r_avg_period"), errors="coerce"),
-            f"{kind}_max": pd.to_numeric(best.get("r_max_period"), errors="coerce"),
-            f"start_{kind}": best["start"],
-            f"end_{kind}": best["end"],
-        })
+        part = pd.DataFrame(
+            {
+                "job_id": best["job_id"],
+                count: best["n"],
+                f"{kind}_avg": pd.to_numeric(best.get("r_avg_period"), errors="coerce"),
+                f"{kind}_max": pd.to_numeric(best.get("r_max_period"), errors="coerce"),
+                f"start_{kind}": best["start"],
+                f"end_{kind}": best["end"],
+            }
+        )
         part[f"{kind}_skew"] = (part[f"{kind}_max"] / part[f"{kind}_avg"]).round(2)
         parts.append(part)
     if not parts:
@@ -51,8 +64,12 @@ def job_skew(q1: pd.DataFrame, q2: pd.DataFrame) -> pd.DataFrame:
             table[col] = float("nan")
     table = table[cols]
     order = table[["map_skew", "reduce_skew"]].apply(pd.to_numeric, errors="coerce").max(axis=1)
-    return table.assign(_o=order).sort_values("_o", ascending=False, kind="stable").drop(columns="_o") \
+    return (
+        table.assign(_o=order)
+        .sort_values("_o", ascending=False, kind="stable")
+        .drop(columns="_o")
         .reset_index(drop=True)
+    )
 
 
 def job_tasks(events: pd.DataFrame, job: str) -> pd.DataFrame:
@@ -67,8 +84,20 @@ def job_tasks(events: pd.DataFrame, job: str) -> pd.DataFrame:
 def stragglers(q3: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     """One row per Q3 match, newest first: the reducer, its host, the slow pull (duration, map task, source host)
     and the average of the earlier pulls it was compared with."""
-    cols = ["id", "task_id", "job_id", "reducer_host", "slow_pull_s", "earlier_avg_s", "ratio", "map_task",
-            "source_host", "earlier_pulls", "end", "confidence"]
+    cols = [
+        "id",
+        "task_id",
+        "job_id",
+        "reducer_host",
+        "slow_pull_s",
+        "earlier_avg_s",
+        "ratio",
+        "map_task",
+        "source_host",
+        "earlier_pulls",
+        "end",
+        "confidence",
+    ]
     if q3.empty:
         return pd.DataFrame(columns=cols)
     by_id = events.set_index("id") if not events.empty else pd.DataFrame()
@@ -89,13 +118,22 @@ def stragglers(q3: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
         slow = m.get("r_period")
         slow = float(slow) if slow is not None and not pd.isna(slow) else get(c, "period")
         avg = sum(earlier) / len(earlier) if earlier else None
-        rows.append({
-            "id": m["id"], "task_id": m["task_id"], "job_id": m["job_id"],
-            "reducer_host": get(a, "host") or m["host"], "slow_pull_s": slow, "earlier_avg_s": avg,
-            "ratio": round(slow / avg, 2) if slow and avg else None, "map_task": get(c, "map_task"),
-            "source_host": get(c, "host"), "earlier_pulls": len(binding.get("b", [])), "end": m["end"],
-            "confidence": m["confidence"],
-        })
+        rows.append(
+            {
+                "id": m["id"],
+                "task_id": m["task_id"],
+                "job_id": m["job_id"],
+                "reducer_host": get(a, "host") or m["host"],
+                "slow_pull_s": slow,
+                "earlier_avg_s": avg,
+                "ratio": round(slow / avg, 2) if slow and avg else None,
+                "map_task": get(c, "map_task"),
+                "source_host": get(c, "host"),
+                "earlier_pulls": len(binding.get("b", [])),
+                "end": m["end"],
+                "confidence": m["confidence"],
+            }
+        )
     return pd.DataFrame(rows, columns=cols).sort_values("end", ascending=False, kind="stable").reset_index(drop=True)
 
 
@@ -110,10 +148,10 @@ def queue_curves(q4: pd.DataFrame) -> pd.DataFrame:
     if q4.empty:
         return pd.DataFrame(columns=cols)
     raw = pd.to_numeric(q4.get("r_queued"), errors="coerce")
-    points = pd.DataFrame({"job_id": q4["job_id"], "ts": pd.to_numeric(q4.get("r_last"), errors="coerce"),
-                           "raw": raw})
-    starts = pd.DataFrame({"job_id": q4["job_id"], "ts": pd.to_numeric(q4.get("r_start"), errors="coerce"),
-                           "raw": 0.0}).drop_duplicates("job_id")
+    points = pd.DataFrame({"job_id": q4["job_id"], "ts": pd.to_numeric(q4.get("r_last"), errors="coerce"), "raw": raw})
+    starts = pd.DataFrame(
+        {"job_id": q4["job_id"], "ts": pd.to_numeric(q4.get("r_start"), errors="coerce"), "raw": 0.0}
+    ).drop_duplicates("job_id")
     curves = pd.concat([starts, points], ignore_index=True).dropna(subset=["ts", "raw"])
     curves = curves.drop_duplicates(["job_id", "ts"], keep="last")
     curves["incomplete"] = curves["raw"] < 0
@@ -130,12 +168,14 @@ def queue_summary(curves: pd.DataFrame, alerted: Iterable[str] = ()) -> pd.DataF
     mib = 1024 * 1024
     grouped = curves.groupby("job_id")
     held = set(alerted)
-    out = pd.DataFrame({
-        "peak_MiB": (grouped["queued"].max() / mib).round(1),
-        "now_MiB": (grouped["queued"].last() / mib).round(1),
-        "points": grouped.size(),
-        "incomplete_data": grouped["incomplete"].any().astype(bool),
-    }).reset_index()
+    out = pd.DataFrame(
+        {
+            "peak_MiB": (grouped["queued"].max() / mib).round(1),
+            "now_MiB": (grouped["queued"].last() / mib).round(1),
+            "points": grouped.size(),
+            "incomplete_data": grouped["incomplete"].any().astype(bool),
+        }
+    ).reset_index()
     out["held_alert"] = out["job_id"].isin(held)
     return out[cols].sort_values("peak_MiB", ascending=False, kind="stable").reset_index(drop=True)
 
@@ -150,8 +190,11 @@ def imbalance_reducers(q56: pd.DataFrame) -> pd.DataFrame:
     frame = q56.sort_values("confidence", ascending=False, kind="stable")
     frame = frame.drop_duplicates(["query", "task_id"], keep="first")
     # Reducers flagged by both queries first, then the surest, then the latest.
-    frame = frame.assign(_n=frame.groupby("task_id")["query"].transform("nunique"),
-                         _c=frame.groupby("task_id")["confidence"].transform("max"))
-    frame = frame.sort_values(["_n", "_c", "end", "task_id", "query"], ascending=[False, False, False, True, True],
-                              kind="stable")
+    frame = frame.assign(
+        _n=frame.groupby("task_id")["query"].transform("nunique"),
+        _c=frame.groupby("task_id")["confidence"].transform("max"),
+    )
+    frame = frame.sort_values(
+        ["_n", "_c", "end", "task_id", "query"], ascending=[False, False, False, True, True], kind="stable"
+    )
     return frame[cols].reset_index(drop=True)

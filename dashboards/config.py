@@ -69,8 +69,7 @@ class DashboardConfig:
                 archive = data
         history = _path(env, "HISTORY")
         if history is None:
-            history = next((d / "history" for d in (data, archive) if d is not None and (d / "history").is_dir()),
-                           None)
+            history = next((d / "history" for d in (data, archive) if d is not None and (d / "history").is_dir()), None)
         acks = _path(env, "ACKS")
         if acks is None:
             home = data or (store.parent if store else None) or archive
@@ -81,8 +80,20 @@ class DashboardConfig:
             refresh = DEFAULT_REFRESH
         metrics = env.get(PREFIX + "METRICS", "").strip() or None
         alertmanager = env.get(PREFIX + "ALERTMANAGER", "").strip() or None
-        return cls(data, store, archive, _path(env, "PACK") or default_pack(), _path(env, "LOGS"), acks, refresh,
-                   metrics, history, alertmanager, _paths(env, "MORE_STORES"), _paths(env, "MORE_PACKS"))
+        return cls(
+            data,
+            store,
+            archive,
+            _path(env, "PACK") or default_pack(),
+            _path(env, "LOGS"),
+            acks,
+            refresh,
+            metrics,
+            history,
+            alertmanager,
+            _paths(env, "MORE_STORES"),
+            _paths(env, "MORE_PACKS"),
+        )
 
     def to_env(self) -> dict[str, str]:
         """The variables that make :meth:`from_env` return this config (for the ``streamlit run`` child)."""

@@ -28,7 +28,7 @@ def short_path(path: str | Path, root: str | Path) -> str:
     parts = Path(path).parts
     if "userlogs" in parts:
         i = parts.index("userlogs")
-        return "/".join((*parts[i - 1:i], *parts[i + 2:]))
+        return "/".join((*parts[i - 1 : i], *parts[i + 2 :]))
     try:
         return str(Path(path).relative_to(root))
     except ValueError:

@@ -68,15 +68,36 @@ class Pack:
 
     def frame(self) -> pd.DataFrame:
         cols = ["query", "description", "strategy", "output", "confidence", "rules", "enabled"]
-        rows = [[q.name, q.description, q.strategy, q.output, q.confidence,
-                 ", ".join(r.name for r in self.rules_of(q.name)), q.enabled] for q in self.queries]
+        rows = [
+            [
+                q.name,
+                q.description,
+                q.strategy,
+                q.output,
+                q.confidence,
+                ", ".join(r.name for r in self.rules_of(q.name)),
+                q.enabled,
+            ]
+            for q in self.queries
+        ]
         return pd.DataFrame(rows, columns=cols)
 
     def rules_frame(self) -> pd.DataFrame:
         cols = ["rule", "query", "group_by", "value", "tiers", "when", "for", "anomaly", "description"]
-        rows = [[r.name, r.query, ", ".join(r.group_by), r.value,
-                 ", ".join(f"{t} >= {v:g}" for t, v in r.tiers.items()) or r.severity, r.when, r.hold, r.anomaly,
-                 r.description] for r in self.rules]
+        rows = [
+            [
+                r.name,
+                r.query,
+                ", ".join(r.group_by),
+                r.value,
+                ", ".join(f"{t} >= {v:g}" for t, v in r.tiers.items()) or r.severity,
+                r.when,
+                r.hold,
+                r.anomaly,
+                r.description,
+            ]
+            for r in self.rules
+        ]
         return pd.DataFrame(rows, columns=cols)
 
 
@@ -96,22 +117,29 @@ def load_pack(path: str | Path | None) -> Pack:
     for item in doc.get("queries") or []:
         if not isinstance(item, dict) or "name" not in item:
             continue
-        queries.append(PackQuery(
-            name=str(item["name"]),
-            description=" ".join(str(item.get("description") or "").split()),
-            strategy=str(item.get("strategy") or "skip_till_any_match"),
-            output=str(item.get("output") or DEFAULT_OUTPUT),
-            confidence=float(item.get("confidence") or 0.0),
-            enabled=bool(item.get("enabled", True)),
-            text=str(item.get("query") or ""),
-        ))
+        queries.append(
+            PackQuery(
+                name=str(item["name"]),
+                description=" ".join(str(item.get("description") or "").split()),
+                strategy=str(item.get("strategy") or "skip_till_any_match"),
+                output=str(item.get("output") or DEFAULT_OUTPUT),
+                confidence=float(item.get("confidence") or 0.0),
+                enabled=bool(item.get("enabled", True)),
+                text=str(item.get("query") or ""),
+            )
+        )
     settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
     rules = [r for r in (_rule(item) for item in doc.get("alerts") or []) if r is not None]
     for item in doc.get("queries") or []:  # the older per-query ``alert:`` shorthand: a rule named after the query
         if isinstance(item, dict) and "name" in item and isinstance(item.get("alert"), dict):
-            rules.append(PackRule(name=str(item["name"]), query=str(item["name"]),
-                                  description=" ".join(str(item.get("description") or "").split()),
-                                  severity=str(item["alert"].get("severity") or "warning")))
+            rules.append(
+                PackRule(
+                    name=str(item["name"]),
+                    query=str(item["name"]),
+                    description=" ".join(str(item.get("description") or "").split()),
+                    severity=str(item["alert"].get("severity") or "warning"),
+                )
+            )
     return Pack(str(doc.get("pack") or Path(path).stem), str(path), tuple(queries), settings, tuple(rules))
 
 
@@ -121,8 +149,13 @@ def load_packs(paths: list[str | Path | None]) -> Pack:
     packs = [load_pack(p) for p in paths if p is not None]
     if not packs:
         return Pack()
-    return Pack(" + ".join(p.name for p in packs if p.name), ", ".join(p.path for p in packs),
-                tuple(q for p in packs for q in p.queries), packs[0].settings, tuple(r for p in packs for r in p.rules))
+    return Pack(
+        " + ".join(p.name for p in packs if p.name),
+        ", ".join(p.path for p in packs),
+        tuple(q for p in packs for q in p.queries),
+        packs[0].settings,
+        tuple(r for p in packs for r in p.rules),
+    )
 
 
 def _rule(item: Any) -> PackRule | None:

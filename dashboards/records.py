@@ -15,8 +15,21 @@ import pandas as pd
 
 from contracts.records import record_id as contract_record_id
 
-MATCH_COLUMNS = ["id", "query", "confidence", "start", "end", "job_id", "task_id", "host", "hosts", "events",
-                 "match", "return", "source"]
+MATCH_COLUMNS = [
+    "id",
+    "query",
+    "confidence",
+    "start",
+    "end",
+    "job_id",
+    "task_id",
+    "host",
+    "hosts",
+    "events",
+    "match",
+    "return",
+    "source",
+]
 EVENT_COLUMNS = ["id", "type", "ts", "lo", "hi", "job_id", "task_id", "host"]
 #: Prefix of the flattened RETURN values (``r_period``, ``r_queued``...): a RETURN name may clash with a record field.
 RETURN_PREFIX = "r_"
@@ -137,8 +150,9 @@ def enrich(matches: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
         cols = [c for c in ("id", "job_id", "task_id", "host") if c in events.columns]
         by_id = {str(r["id"]): r for r in events[cols].to_dict("records")}
     jobs, tasks, hosts, all_hosts = [], [], [], []
-    for job, task, host, ids in zip(matches["job_id"], matches["task_id"], matches["host"], matches["events"],
-                                    strict=True):
+    for job, task, host, ids in zip(
+        matches["job_id"], matches["task_id"], matches["host"], matches["events"], strict=True
+    ):
         bound = [by_id[i] for i in (ids or []) if i in by_id]
         if not _present(task):
             task = _shared(bound, "task_id")

@@ -48,14 +48,20 @@ class Snapshot:
     def newest(self) -> float | None:
         """The latest time the data knows of (event ``ts``, match ``end``, alert transition): the end of every
         relative window."""
-        values = [s.max() for s in (self.events["ts"], self.matches["end"], self.transitions["ts"])
-                  if len(s) and pd.notna(s.max())]
+        values = [
+            s.max()
+            for s in (self.events["ts"], self.matches["end"], self.transitions["ts"])
+            if len(s) and pd.notna(s.max())
+        ]
         return float(max(values)) if values else None
 
     @property
     def oldest(self) -> float | None:
-        values = [s.min() for s in (self.events["ts"], self.matches["start"], self.transitions["starts_at"])
-                  if len(s) and pd.notna(s.min())]
+        values = [
+            s.min()
+            for s in (self.events["ts"], self.matches["start"], self.transitions["starts_at"])
+            if len(s) and pd.notna(s.min())
+        ]
         return float(min(values)) if values else None
 
 
@@ -73,8 +79,9 @@ def _has(column: pd.Series, value: str) -> pd.Series:
     return column.fillna("").map(lambda text: value in text.split(","))
 
 
-def _alert_filter(frame: pd.DataFrame, since: float | None, until: float | None, job: str | None,
-                  host: str | None) -> pd.Series:
+def _alert_filter(
+    frame: pd.DataFrame, since: float | None, until: float | None, job: str | None, host: str | None
+) -> pd.Series:
     """Alerts whose time -- from firing to resolved, or still open -- overlaps ``[since, until]``, of the job (its
     ``job_id`` label, or the job of its ``task_id``) and host (any host of its evidence record)."""
     ends = frame["ends_at"].fillna(float("inf"))
@@ -113,8 +120,7 @@ class DashboardData:
     def __init__(self, config: DashboardConfig, backends: list[Backend] | None = None) -> None:
         self.config = config
         self.backends: list[Backend] = backends if backends is not None else self._backends(config)
-        self.pack: Pack = load_packs([config.pack, *config.more_packs]) if config.more_packs \
-            else load_pack(config.pack)
+        self.pack: Pack = load_packs([config.pack, *config.more_packs]) if config.more_packs else load_pack(config.pack)
         self.acks = alerts_mod.AckBook(config.acks)
         self._lock = threading.Lock()
         self._loading = threading.Lock()
@@ -167,14 +173,23 @@ class DashboardData:
 
         matches = stack("matches")
         events = stack("events")
-        merged = records.matches_frame(pd.concat(matches, ignore_index=True).to_dict("records")) if matches \
+        merged = (
+            records.matches_frame(pd.concat(matches, ignore_index=True).to_dict("records"))
+            if matches
             else records.matches_frame([])
-        evs = records.events_frame(pd.concat(events, ignore_index=True).to_dict("records")) if events \
+        )
+        evs = (
+            records.events_frame(pd.concat(events, ignore_index=True).to_dict("records"))
+            if events
             else records.events_frame([])
+        )
         merged = records.enrich(merged, evs)
         found = stack("alerts")
-        transitions = alerts_mod.transitions_frame(pd.concat(found, ignore_index=True).to_dict("records")) if found \
+        transitions = (
+            alerts_mod.transitions_frame(pd.concat(found, ignore_index=True).to_dict("records"))
+            if found
             else alerts_mod.transitions_frame([])
+        )
         transitions = _alert_hosts(transitions, merged)
         stats = stack("stats")
         dead = sum(int(p["stats"].attrs.get("deadletter", 0)) for p in parts if "stats" in p)
@@ -312,8 +327,10 @@ class DashboardData:
             output = self.pack.output_of(query)
             if output != "all":
                 mine = frame[frame["query"] == query]
-                ids = [records.record_id({"query": r["query"], "match": r["match"], "return": r["return"]}, output)
-                       for r in mine.to_dict("records")]
+                ids = [
+                    records.record_id({"query": r["query"], "match": r["match"], "return": r["return"]}, output)
+                    for r in mine.to_dict("records")
+                ]
                 hit = mine[[i == record_id for i in ids]]
         return hit.iloc[-1].to_dict() if not hit.empty else None
 
@@ -327,8 +344,11 @@ class DashboardData:
         snap = self.snapshot()
         pack = self.pack.frame().rename(columns={"confidence": "threshold"})
         matches = self.matches(since=since, until=until)
-        counts = matches.groupby("query").agg(matches=("id", "size"), last_match=("end", "max")).reset_index() \
-            if not matches.empty else pd.DataFrame(columns=["query", "matches", "last_match"])
+        counts = (
+            matches.groupby("query").agg(matches=("id", "size"), last_match=("end", "max")).reset_index()
+            if not matches.empty
+            else pd.DataFrame(columns=["query", "matches", "last_match"])
+        )
         table = pack.merge(counts, on="query", how="outer") if not pack.empty else counts
         alert_counts = self.alerts(since=since, until=until)
         if not alert_counts.empty:

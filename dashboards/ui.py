@@ -30,16 +30,39 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("views/queries.py", "Queries", "queries", ":material/query_stats:"),
 ]
 #: The view that explains each query of the Hadoop and Spark packs (alerts link there).
-VIEW_OF_QUERY = {"Q1": "jobs", "Q2": "jobs", "Q3": "stragglers", "Q4": "queuing", "Q5": "imbalance",
-                 "Q6": "imbalance", "Q7": "imbalance", "StageDone": "spark", "SlowTask": "spark", "FetchWait": "spark",
-                 "ExecutorLost": "spark", "StageRetry": "spark"}
+VIEW_OF_QUERY = {
+    "Q1": "jobs",
+    "Q2": "jobs",
+    "Q3": "stragglers",
+    "Q4": "queuing",
+    "Q5": "imbalance",
+    "Q6": "imbalance",
+    "Q7": "imbalance",
+    "StageDone": "spark",
+    "SlowTask": "spark",
+    "FetchWait": "spark",
+    "ExecutorLost": "spark",
+    "StageRetry": "spark",
+}
 #: The query parameter each view selects its item by, and the alert label that fills it.
-VIEW_PARAM = {"jobs": ("job_detail", "job_id"), "stragglers": ("task", "task_id"), "imbalance": ("task", "task_id"),
-              "queuing": ("job", "job_id"), "spark": ("app", "app_id")}
+VIEW_PARAM = {
+    "jobs": ("job_detail", "job_id"),
+    "stragglers": ("task", "task_id"),
+    "imbalance": ("task", "task_id"),
+    "queuing": ("job", "job_id"),
+    "spark": ("app", "app_id"),
+}
 #: Badge colours of the severities (Streamlit markdown ``:color-badge[...]``).
 SEVERITY_COLOUR = {"critical": "red", "error": "red", "warning": "orange", "info": "blue"}
-WINDOWS: dict[str, float | None] = {"all": None, "5 min": 300, "15 min": 900, "1 h": 3600, "6 h": 21600,
-                                    "24 h": 86400, "7 d": 604800}
+WINDOWS: dict[str, float | None] = {
+    "all": None,
+    "5 min": 300,
+    "15 min": 900,
+    "1 h": 3600,
+    "6 h": 21600,
+    "24 h": 86400,
+    "7 d": 604800,
+}
 ALL = "(all)"
 FILTER_KEYS = ("window", "job", "host")
 CONTEXT_KEY = "_hcep_context"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install (if needed), lint (ruff, the import contracts, mypy --strict on engine/) and run the whole test suite.
+# Install (if needed), lint (ruff check and format, the import contracts, mypy --strict on engine/) and run the whole test suite.
 # Exits non-zero on any failure, including "no tests ran".
 # Extra arguments go to pytest (e.g. `bash deploy/test.sh -m "not slow"`, `bash deploy/test.sh tests/test_cli.py`).
 set -euo pipefail
@@ -8,6 +8,8 @@ bash "$ROOT/deploy/install.sh"
 cd "$ROOT"
 echo "==> ruff check" >&2
 "$ROOT/.venv/bin/ruff" check .
+echo "==> ruff format --check" >&2
+"$ROOT/.venv/bin/ruff" format --check .
 echo "==> lint-imports (the architecture contracts of pyproject.toml)" >&2
 "$ROOT/.venv/bin/lint-imports"
 echo "==> mypy --strict engine/" >&2

@@ -59,8 +59,10 @@ class Event:
         limit = seconds_limit(tick)
         # Chained comparisons are False for NaN: one test rejects NaN, infinities and absurd times before round().
         if not (-limit <= ts <= limit and -limit <= self.lo <= limit and -limit <= self.hi <= limit):
-            raise EventError(f"event {self.id}: time out of range (ts {ts}, interval [{self.lo}, {self.hi}]; "
-                             f"|seconds| must be <= {limit:g} at tick {tick:g})")
+            raise EventError(
+                f"event {self.id}: time out of range (ts {ts}, interval [{self.lo}, {self.hi}]; "
+                f"|seconds| must be <= {limit:g} at tick {tick:g})"
+            )
         self.tlo = round(self.lo / tick)
         self.thi = round(self.hi / tick)
         if self.thi < self.tlo:
@@ -127,9 +129,7 @@ def _number(obj: Mapping[str, Any], key: str, limit: float) -> float:
     return value
 
 
-def event_from_json(
-    obj: Any, seq: int, tick: float = DEFAULT_TICK, default_delta: float = 0.0
-) -> Event:
+def event_from_json(obj: Any, seq: int, tick: float = DEFAULT_TICK, default_delta: float = 0.0) -> Event:
     """Build an :class:`Event` from one decoded JSON object (SPEC section 1).
 
     ``seq`` is the 0-based input position (the id when ``id`` is absent).  Raises :class:`EventError` naming the key,
@@ -161,14 +161,13 @@ def event_from_json(
             raise EventError(f"'delta' must be >= 0, got {delta}")
         lo, hi = ts - delta, ts + delta
         if not (-limit <= lo and hi <= limit):
-            raise EventError(f"interval [{lo}, {hi}] ('ts' +- 'delta') is out of range (|seconds| must be <= "
-                             f"{limit:g})")
+            raise EventError(
+                f"interval [{lo}, {hi}] ('ts' +- 'delta') is out of range (|seconds| must be <= {limit:g})"
+            )
     if hi < lo:
         raise EventError(f"interval [{lo}, {hi}] is empty ('hi' < 'lo')")
     attrs = {k: v for k, v in obj.items() if k not in RESERVED_KEYS}
-    return Event(
-        etype, ts, attrs, id=None if eid is None else str(eid), seq=seq, lo=lo, hi=hi, tick=tick
-    )
+    return Event(etype, ts, attrs, id=None if eid is None else str(eid), seq=seq, lo=lo, hi=hi, tick=tick)
 
 
 # ------------------------------------------------------------------------------------------------ the one decoder
@@ -242,9 +241,17 @@ class EventDecoder:
             delta: Any = obj.get("delta", 0.0)
             eid: Any = obj.get("id")
             lim = self.limit
-            if (type(etype) is str and etype and type(ts) in (float, int) and type(delta) in (float, int)
-                    and 0 <= delta <= lim and -lim <= ts <= lim and -lim <= ts - delta and ts + delta <= lim
-                    and (eid is None or type(eid) is str)):
+            if (
+                type(etype) is str
+                and etype
+                and type(ts) in (float, int)
+                and type(delta) in (float, int)
+                and 0 <= delta <= lim
+                and -lim <= ts <= lim
+                and -lim <= ts - delta
+                and ts + delta <= lim
+                and (eid is None or type(eid) is str)
+            ):
                 tick = self.tick
                 ts = float(ts)
                 attrs = obj.copy()
@@ -280,9 +287,19 @@ class EventDecoder:
         delta: Any = obj.get("delta", 0.0)
         eid: Any = obj.get("id")
         lim = self.limit
-        if (type(etype) is str and etype and type(ts) in (float, int) and type(delta) in (float, int)
-                and 0 <= delta <= lim and -lim <= ts <= lim and -lim <= ts - delta and ts + delta <= lim
-                and (eid is None or type(eid) is str) and "lo" not in obj and "hi" not in obj):
+        if (
+            type(etype) is str
+            and etype
+            and type(ts) in (float, int)
+            and type(delta) in (float, int)
+            and 0 <= delta <= lim
+            and -lim <= ts <= lim
+            and -lim <= ts - delta
+            and ts + delta <= lim
+            and (eid is None or type(eid) is str)
+            and "lo" not in obj
+            and "hi" not in obj
+        ):
             tick = self.tick
             tlo = round((ts - delta) / tick)
             thi = round((ts + delta) / tick)
@@ -296,8 +313,10 @@ class EventDecoder:
 
     def wide_reason(self, ev: Event) -> str:
         """What ``hcep match`` and ``batch`` say of an event :meth:`too_wide` rejects."""
-        return (f"event wider than --max-delta {self.max_delta:g} s: interval [{ev.lo:g}, {ev.hi:g}] "
-                f"(raise --max-delta to accept it)")
+        return (
+            f"event wider than --max-delta {self.max_delta:g} s: interval [{ev.lo:g}, {ev.hi:g}] "
+            f"(raise --max-delta to accept it)"
+        )
 
 
 @functools.lru_cache(maxsize=16)

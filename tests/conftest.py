@@ -40,16 +40,23 @@ class Broker:
         return ["--run-dir", str(self.run_dir), "--port", str(self.port), "--zk-port", str(self.zk_port)]
 
     def start(self) -> None:
-        subprocess.run(["bash", str(DEPLOY / "start.sh"), *self._args()], check=True, capture_output=True,
-                       text=True, timeout=180)
+        subprocess.run(
+            ["bash", str(DEPLOY / "start.sh"), *self._args()], check=True, capture_output=True, text=True, timeout=180
+        )
 
     def stop(self, force: bool = False) -> None:
-        subprocess.run(["bash", str(DEPLOY / "stop.sh"), *self._args(), *(["--force"] if force else [])],
-                       check=True, capture_output=True, text=True, timeout=120)
+        subprocess.run(
+            ["bash", str(DEPLOY / "stop.sh"), *self._args(), *(["--force"] if force else [])],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     def status(self) -> subprocess.CompletedProcess:
-        return subprocess.run(["bash", str(DEPLOY / "status.sh"), *self._args()], capture_output=True, text=True,
-                              timeout=30)
+        return subprocess.run(
+            ["bash", str(DEPLOY / "status.sh"), *self._args()], capture_output=True, text=True, timeout=30
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -70,8 +77,11 @@ def spark(spark_event_dir: Path):
     from app.spark.session import build_session
 
     # Event logging costs a few KB per task; single-file so the live log is one .inprogress file to follow.
-    event_log = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(spark_event_dir),
-                 "spark.eventLog.rolling.enabled": "false"}
+    event_log = {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": str(spark_event_dir),
+        "spark.eventLog.rolling.enabled": "false",
+    }
     session = build_session("local[2]", app_name="hcep-tests", shuffle_partitions=2, ui=False, conf=event_log)
     yield session
     session.stop()

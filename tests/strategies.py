@@ -449,8 +449,9 @@ def interval_streams(draw: st.DrawFn, max_events: int, tick: float = 1.0) -> lis
         attrs = {"v": draw(st.integers(0, 3))}
         if draw(st.booleans()):
             attrs["k"] = draw(st.integers(1, 2))
-        events.append(Event(etype, lo + width / 2, attrs, id=f"e{i}", seq=i, lo=float(lo), hi=float(lo + width),
-                            tick=tick))
+        events.append(
+            Event(etype, lo + width / 2, attrs, id=f"e{i}", seq=i, lo=float(lo), hi=float(lo + width), tick=tick)
+        )
     return events
 
 

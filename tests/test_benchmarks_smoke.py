@@ -56,8 +56,11 @@ def test_bench_detection_one_small_cluster(capsys: pytest.CaptureFixture[str]) -
     assert bench_detection.main(["--seeds", "6", "--traces", "fb2010", "--sizes", "20", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert len(_tables(out)) == 1
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
-            for line in out.splitlines() if line.startswith("| ") and not line.startswith("| kind")}
+    rows = {
+        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+        for line in out.splitlines()
+        if line.startswith("| ") and not line.startswith("| kind")
+    }
     assert set(rows) == set(bench_detection.KINDS)
     for kind, cells in rows.items():
         anomalies, _planted, alerts, precision, recall = cells[:5]

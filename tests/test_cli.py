@@ -33,8 +33,13 @@ def hcep(*args: str, stdin: str | None = None, runner: list[str] = MODULE, cwd: 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(ROOT)
     return subprocess.run(
-        [*runner, *args], input=stdin if stdin is not None else "", capture_output=True, text=True, cwd=cwd,
-        env=env, timeout=300,
+        [*runner, *args],
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
     )
 
 
@@ -147,16 +152,22 @@ def test_match_query_text():
     )
     proc = hcep("match", str(HANDCHECK), "--query-text", text, "--strategy", "skip_till_next_match")
     assert proc.returncode == 0, proc.stderr
-    want = [{**r, "query": "query", "return": {k: v for k, v in r["return"].items() if k != "change"}}
-            for r in EXPECTED["Q4"]]
+    want = [
+        {**r, "query": "query", "return": {k: v for k, v in r["return"].items() if k != "change"}}
+        for r in EXPECTED["Q4"]
+    ]
     assert_same_records(records(proc.stdout), want)
 
 
 def test_match_query_text_defaults_to_any_match_and_all():
     # Trailing Kleene under skip_till_any_match: every non-empty subset of a job's DataIO events after its start.
     # jA: {d1, d2, d3} -> 7 subsets, jB: 1, jC: 1 (dC2 is out of the window).
-    proc = hcep("match", str(HANDCHECK), "--query-text", "PATTERN SEQ(JobStart a, DataIO+ b[]) WHERE [job_id] "
-                "WITHIN 1 day RETURN sum(b[].size) AS queued")
+    proc = hcep(
+        "match",
+        str(HANDCHECK),
+        "--query-text",
+        "PATTERN SEQ(JobStart a, DataIO+ b[]) WHERE [job_id] WITHIN 1 day RETURN sum(b[].size) AS queued",
+    )
     assert proc.returncode == 0, proc.stderr
     got = records(proc.stdout)
     assert len(got) == 9
@@ -238,8 +249,13 @@ def test_invalid_event(tmp_path):
 
 @pytest.mark.parametrize(
     "bad",
-    ['[1, 2]', '{"type": "", "ts": 1}', '{"type": "X", "ts": "soon"}', '{"type": "X", "ts": 5, "lo": 6, "hi": 4}',
-     '{"type": "X", "ts": 5, "delta": -1}'],
+    [
+        "[1, 2]",
+        '{"type": "", "ts": 1}',
+        '{"type": "X", "ts": "soon"}',
+        '{"type": "X", "ts": 5, "lo": 6, "hi": 4}',
+        '{"type": "X", "ts": 5, "delta": -1}',
+    ],
 )
 def test_invalid_events_on_stdin(bad):
     line = one_line_error(hcep("match", "-", "--pack", str(PACK), stdin='{"type": "X", "ts": 0}\n' + bad + "\n"))
@@ -268,8 +284,10 @@ def test_invalid_events_on_stdin(bad):
 )
 def test_bad_numbers_are_one_line_errors_naming_the_line(bad, needle):
     """Issue 18: these ended in an OverflowError (or ValueError, RecursionError) traceback with exit 1."""
-    line = one_line_error(hcep("match", "-", "--query-text", "PATTERN SEQ(A a, A b)",
-                               stdin='{"type": "A", "ts": 0}\n' + bad + "\n"), needle)
+    line = one_line_error(
+        hcep("match", "-", "--query-text", "PATTERN SEQ(A a, A b)", stdin='{"type": "A", "ts": 0}\n' + bad + "\n"),
+        needle,
+    )
     assert line.startswith("<stdin>:2: ")
 
 
@@ -277,8 +295,11 @@ def test_tick_index_out_of_range(tmp_path):
     """A tiny tick makes an ordinary epoch time an absurd tick index: an error, not an overflow."""
     events = tmp_path / "ev.jsonl"
     events.write_text('{"type": "A", "ts": 1700000000}\n')
-    one_line_error(hcep("match", str(events), "--query-text", "PATTERN SEQ(A a, A b)", "--tick", "1e-9"),
-                   f"{events}:1: ", "out of range")
+    one_line_error(
+        hcep("match", str(events), "--query-text", "PATTERN SEQ(A a, A b)", "--tick", "1e-9"),
+        f"{events}:1: ",
+        "out of range",
+    )
 
 
 def test_max_delta_rejects_wide_events_naming_the_line(tmp_path):
@@ -305,8 +326,11 @@ def test_max_delta_in_help():
 
 def test_memory_limits_drop_and_report_on_one_stderr_line(tmp_path):
     events = tmp_path / "ev.jsonl"
-    lines = [{"type": "A", "ts": 0, "k": 1}, *({"type": "B", "ts": i, "k": 1} for i in range(1, 13)),
-             {"type": "C", "ts": 20, "k": 1}]
+    lines = [
+        {"type": "A", "ts": 0, "k": 1},
+        *({"type": "B", "ts": i, "k": 1} for i in range(1, 13)),
+        {"type": "C", "ts": 20, "k": 1},
+    ]
     events.write_text("".join(json.dumps(x) + "\n" for x in lines))
     query = ["--query-text", "PATTERN SEQ(A a, B+ b[], C c) WHERE [k] WITHIN 1 minute"]
     proc = hcep("match", str(events), *query)

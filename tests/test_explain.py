@@ -27,9 +27,12 @@ def output(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 
 def test_greta_query_text(capsys: pytest.CaptureFixture[str]) -> None:
-    out = output(capsys, "--query-text",
-                 "PATTERN SEQ(ReducerStart a, LoadStd+ b[]) WHERE [host] AND b[i].val > b[i-1].val "
-                 "WITHIN 10 minutes SLIDE 1 minute RETURN COUNT(*) AS trends, SUM(b.cpu) AS cpu")
+    out = output(
+        capsys,
+        "--query-text",
+        "PATTERN SEQ(ReducerStart a, LoadStd+ b[]) WHERE [host] AND b[i].val > b[i-1].val "
+        "WITHIN 10 minutes SLIDE 1 minute RETURN COUNT(*) AS trends, SUM(b.cpu) AS cpu",
+    )
     assert out.startswith("query query: strategy skip_till_any_match")
     assert "evaluator: greta" in out
     assert "windows [k*60 s, k*60 s + 600 s), up to 10 per event" in out
@@ -42,9 +45,12 @@ def test_greta_query_text(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_general_path_and_negation(capsys: pytest.CaptureFixture[str]) -> None:
-    out = output(capsys, "--query-text",
-                 "PATTERN SEQ(A a, ~N n, B+ b[], C c) WHERE [k] AND n.x > 1 AND b[i].v + b[i-1].v > 3 "
-                 "AND c.v < b[b.len].v WITHIN 5 s RETURN COUNT(*)")
+    out = output(
+        capsys,
+        "--query-text",
+        "PATTERN SEQ(A a, ~N n, B+ b[], C c) WHERE [k] AND n.x > 1 AND b[i].v + b[i-1].v > 3 "
+        "AND c.v < b[b.len].v WITHIN 5 s RETURN COUNT(*)",
+    )
     assert "evaluator: greta" in out
     assert "a -> b (SEQ): true -- scan of the predecessors (the negation is checked per edge, per group)" in out
     assert "not across: ~N n where n.x > 1" in out
@@ -57,8 +63,15 @@ def test_enumerated_trend_query_says_why(capsys: pytest.CaptureFixture[str]) -> 
     out = output(capsys, "--query-text", "PATTERN SEQ(A a, B+ b[])\nWHERE b[i].x > avg(b[..i-1].x) RETURN COUNT(*)")
     assert "evaluator: enumerate" in out
     assert "line 2, column 7" in out and "exponential" in out
-    out = output(capsys, "--query-text", "PATTERN SEQ(A a, B+ b[]) RETURN COUNT(*)", "--strategy",
-                 "skip_till_next_match", "--output", "distinct")
+    out = output(
+        capsys,
+        "--query-text",
+        "PATTERN SEQ(A a, B+ b[]) RETURN COUNT(*)",
+        "--strategy",
+        "skip_till_next_match",
+        "--output",
+        "distinct",
+    )
     assert "evaluator: enumerate" in out and "output mode 'distinct' does not apply" in out
 
 
@@ -82,8 +95,10 @@ def test_trends_pack(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--query-text", "PATTERN SEQ(A a, B+ b[])\nRETURN COUNT(*), a.x"],
-         "hcep explain: --query-text, line 2, column 18: cannot mix trend aggregates"),
+        (
+            ["--query-text", "PATTERN SEQ(A a, B+ b[])\nRETURN COUNT(*), a.x"],
+            "hcep explain: --query-text, line 2, column 18: cannot mix trend aggregates",
+        ),
         (["--pack", str(TRENDS), "--query", "nope"], "no query named 'nope'"),
         (["--pack", "/nonexistent/pack.yaml"], "pack.yaml"),
     ],

@@ -57,8 +57,11 @@ def paper_event(name: str, **attrs: Any) -> Event:
 def paper_template(negations: list[Template] | None = None) -> Template:
     """``(SEQ(A+, B))+`` (digest section 3): A -> A (+), A -> B (SEQ), B -> A (the outer +); START A, END B."""
     states = [State(0, "a", "A", kleene=True), State(1, "b", "B")]
-    transitions = [Transition(0, 0, "plus"), Transition(0, 1, "seq", negations=negations or []),
-                   Transition(1, 0, "seq")]
+    transitions = [
+        Transition(0, 0, "plus"),
+        Transition(0, 1, "seq", negations=negations or []),
+        Transition(1, 0, "seq"),
+    ]
     return Template(states, transitions, frozenset({0}), frozenset({1}))
 
 
@@ -138,14 +141,31 @@ def test_paper_count_43() -> None:
 
 def test_paper_figure_12_aggregates() -> None:
     """Digest section 5: a1 b2 a3 a4 b7 (attr 5, 6, 4): COUNT(*) 11, COUNT(A) 20, MIN 4, MAX 6, SUM 100, AVG 5."""
-    events = [paper_event("a1", attr=5), paper_event("b2"), paper_event("a3", attr=6), paper_event("a4", attr=4),
-              paper_event("b7")]
-    aggs = (TrendAgg("count"), TrendAgg("count", "a"), TrendAgg("min", "a", "attr"), TrendAgg("max", "a", "attr"),
-            TrendAgg("sum", "a", "attr"), TrendAgg("avg", "a", "attr"))
+    events = [
+        paper_event("a1", attr=5),
+        paper_event("b2"),
+        paper_event("a3", attr=6),
+        paper_event("a4", attr=4),
+        paper_event("b7"),
+    ]
+    aggs = (
+        TrendAgg("count"),
+        TrendAgg("count", "a"),
+        TrendAgg("min", "a", "attr"),
+        TrendAgg("max", "a", "attr"),
+        TrendAgg("sum", "a", "attr"),
+        TrendAgg("avg", "a", "attr"),
+    )
     layout, finals = run_graph(paper_template(), events, aggs)
     values = {a.text: layout.value(finals[-1], a) for a in aggs}
-    assert values == {"COUNT(*)": 11, "COUNT(a)": 20, "MIN(a.attr)": 4, "MAX(a.attr)": 6, "SUM(a.attr)": 100,
-                      "AVG(a.attr)": 5}
+    assert values == {
+        "COUNT(*)": 11,
+        "COUNT(a)": 20,
+        "MIN(a.attr)": 4,
+        "MAX(a.attr)": 6,
+        "SUM(a.attr)": 100,
+        "AVG(a.attr)": 5,
+    }
     # The per-vertex table of Figure 12 through the final aggregate after b2 (= b2's vertex): count 1, countA 1, sum 5.
     assert layout.value(finals[1], aggs[0]) == 1 and layout.value(finals[1], aggs[4]) == 5
 
@@ -155,8 +175,12 @@ def test_paper_negation_13() -> None:
 
     e3 cancels (c2, d6); (c5, d6) invalidates a1, a3, a4 for b's after d6, so b7 has no valid predecessor (the total
     stays at b2's 1) while a8 (1 + 1 + 1 + 3 + 6 = 12) and b9 (= a8) still use them."""
-    cd = Template([State(0, "c", "C"), State(1, "d", "D")], [Transition(0, 1, "seq", negations=[single("e", "E")])],
-                  frozenset({0}), frozenset({1}))
+    cd = Template(
+        [State(0, "c", "C"), State(1, "d", "D")],
+        [Transition(0, 1, "seq", negations=[single("e", "E")])],
+        frozenset({0}),
+        frozenset({1}),
+    )
     events = [paper_event(x) for x in PAPER_STREAM]
     _layout, finals = run_graph(paper_template([cd]), events)
     by_tick = dict(zip(sorted({e.t for e in events}), finals, strict=True))
@@ -174,10 +198,19 @@ def test_paper_negation_without_inner_negation() -> None:
 def test_paper_example_in_our_language() -> None:
     """The flat part of the example, SEQ(A+ a[], B b), written as a query: trends = non-empty subsets of the a's
     before a b, i.e. over a1 b2 a3 a4 b7: 1 + 7 = 8; COUNT(a) = 1 + 12; SUM(a.attr) = 5 + 4*15 = 65."""
-    cq = compile_query("PATTERN SEQ(A+ a[], B b) RETURN COUNT(*) AS n, COUNT(a) AS na, SUM(a.attr) AS s, "
-                       "MIN(a.attr) AS lo, MAX(a.attr) AS hi, AVG(a.attr) AS avg", name="P", tick=1.0)
-    events = [paper_event("a1", attr=5), paper_event("b2"), paper_event("a3", attr=6), paper_event("a4", attr=4),
-              paper_event("b7")]
+    cq = compile_query(
+        "PATTERN SEQ(A+ a[], B b) RETURN COUNT(*) AS n, COUNT(a) AS na, SUM(a.attr) AS s, "
+        "MIN(a.attr) AS lo, MAX(a.attr) AS hi, AVG(a.attr) AS avg",
+        name="P",
+        tick=1.0,
+    )
+    events = [
+        paper_event("a1", attr=5),
+        paper_event("b2"),
+        paper_event("a3", attr=6),
+        paper_event("a4", attr=4),
+        paper_event("b7"),
+    ]
     records = all_modes(cq, events)
     [(key, ret)] = records.items()
     assert key == (1.0, 7.0, ())  # unbounded: first and last relevant events
@@ -188,9 +221,11 @@ def test_paper_example_in_our_language() -> None:
 
 
 def test_parse_trend_aggregates() -> None:
-    q = parse_query("PATTERN SEQ(ReducerStart a, LoadStd+ b[]) WHERE [host] AND b[i].val > b[i-1].val "
-                    "WITHIN 10 minutes SLIDE 1 minute RETURN COUNT(*) AS trends, SUM(b.cpu) AS cpu, count(b), "
-                    "max(b.val) - min(b.val) AS spread, AVG(a.cpu)")
+    q = parse_query(
+        "PATTERN SEQ(ReducerStart a, LoadStd+ b[]) WHERE [host] AND b[i].val > b[i-1].val "
+        "WITHIN 10 minutes SLIDE 1 minute RETURN COUNT(*) AS trends, SUM(b.cpu) AS cpu, count(b), "
+        "max(b.val) - min(b.val) AS spread, AVG(a.cpu)"
+    )
     assert q.returns == ()
     assert [i.name for i in q.aggregates] == ["trends", "cpu", "count(b)", "spread", "AVG(a.cpu)"]
     assert q.aggregates[0].expr == ast.TrendAggregate("count")
@@ -260,8 +295,9 @@ def test_choose_evaluator(text: str, strategy: str | None, expected: str) -> Non
     cq = compile_query(text, name="q", strategy=strategy)
     assert choose_evaluator(cq) == expected
     matcher = make_matcher(cq)
-    kind = {"greta": "GretaMatcher", "enumerate": "TrendEnumerator", "imprecise": "ImpreciseMatcher",
-            "nfa": "Matcher"}[expected]
+    kind = {"greta": "GretaMatcher", "enumerate": "TrendEnumerator", "imprecise": "ImpreciseMatcher", "nfa": "Matcher"}[
+        expected
+    ]
     assert type(matcher).__name__ == kind
     assert expected in explain_plan(cq)
 
@@ -274,9 +310,11 @@ def test_not_greta_names_the_predicate() -> None:
 
 
 def test_template_of_a_query() -> None:
-    cq = compile_query("PATTERN SEQ(A a, ~N n, B+ b[], C c) WHERE [k] AND a.x > 1 AND b[1].x > a.x AND "
-                       "b[i].x > b[i-1].x AND b[b.len].y = 2 AND c.x < b[b.len].x AND n.z = 1 RETURN COUNT(*)",
-                       name="q")
+    cq = compile_query(
+        "PATTERN SEQ(A a, ~N n, B+ b[], C c) WHERE [k] AND a.x > 1 AND b[1].x > a.x AND "
+        "b[i].x > b[i-1].x AND b[b.len].y = 2 AND c.x < b[b.len].x AND n.z = 1 RETURN COUNT(*)",
+        name="q",
+    )
     tpl = plan_greta(cq).template
     assert [(s.var, s.type, s.kleene) for s in tpl.states] == [("a", "A", False), ("b", "B", True), ("c", "C", False)]
     assert (tpl.start, tpl.end, tpl.attrs) == (frozenset({0}), frozenset({2}), ("k",))
@@ -298,14 +336,12 @@ def test_windows_tumbling_by_default_and_emitted_on_close() -> None:
     assert m.feed(Event("B", 1, {}, tick=1.0)) == [] and m.feed(Event("B", 9, {}, tick=1.0)) == []
     out = m.feed(Event("B", 10, {}, tick=1.0))  # the first event at or after 10 closes [0, 10)
     assert out == [{"query": "W", "match": {}, "confidence": 1.0, "start": 0.0, "end": 10.0, "return": {"n": 3}}]
-    assert m.flush() == [{"query": "W", "match": {}, "confidence": 1.0, "start": 10.0, "end": 20.0,
-                          "return": {"n": 1}}]
+    assert m.flush() == [{"query": "W", "match": {}, "confidence": 1.0, "start": 10.0, "end": 20.0, "return": {"n": 1}}]
 
 
 def test_sliding_windows() -> None:
     """WITHIN 4 SLIDE 2: windows [2k, 2k+4); a trend counts in every window it fits in."""
-    cq = compile_query("PATTERN B+ b[] WITHIN 4 s SLIDE 2 s RETURN COUNT(*) AS n, SUM(b.v) AS s", name="S",
-                       tick=1.0)
+    cq = compile_query("PATTERN B+ b[] WITHIN 4 s SLIDE 2 s RETURN COUNT(*) AS n, SUM(b.v) AS s", name="S", tick=1.0)
     events = events_from("B1 v=1, B2 v=2, B3 v=4, B5 v=8")
     got = all_modes(cq, events)
     assert got == {
@@ -318,8 +354,7 @@ def test_sliding_windows() -> None:
 
 def test_groups_with_shared_events() -> None:
     """[k]: events lacking k join every group; a trend of only such events has no group value (null)."""
-    cq = compile_query("PATTERN SEQ(A a, B+ b[]) WHERE [k] RETURN COUNT(*) AS n, COUNT(b) AS nb", name="G",
-                       tick=1.0)
+    cq = compile_query("PATTERN SEQ(A a, B+ b[]) WHERE [k] RETURN COUNT(*) AS n, COUNT(b) AS nb", name="G", tick=1.0)
     events = events_from("A1 k=x, A2, A3 k=y, B4, B5 k=x")
     got = all_modes(cq, events)
     assert got == {
@@ -361,8 +396,9 @@ def test_out_of_order_is_rejected() -> None:
 
 def test_match_events_and_json_big_ints() -> None:
     """Counts are exact big integers: 200 events with no predicate make 2^200 - 1 trends."""
-    cq = compile_query("PATTERN B+ b[] RETURN COUNT(*) AS n, COUNT(b) AS nb, SUM(b.v) AS s, AVG(b.v) AS avg",
-                       name="big", tick=1.0)
+    cq = compile_query(
+        "PATTERN B+ b[] RETURN COUNT(*) AS n, COUNT(b) AS nb, SUM(b.v) AS s, AVG(b.v) AS avg", name="big", tick=1.0
+    )
     events = [Event("B", i, {"v": 0.1}, seq=i, tick=1.0) for i in range(200)]
     [record] = match_events(cq, events)
     n = 200
@@ -374,8 +410,12 @@ def test_match_events_and_json_big_ints() -> None:
 
 
 def test_return_arithmetic_and_missing_values() -> None:
-    cq = compile_query("PATTERN B+ b[] RETURN COUNT(*) AS n, SUM(b.v) / COUNT(b) AS mean, MIN(b.w) AS none, "
-                       "SUM(b.w) AS s, COUNT(*) * 2 - 1 AS odd, MAX(b.v) % 2 AS par", name="R", tick=1.0)
+    cq = compile_query(
+        "PATTERN B+ b[] RETURN COUNT(*) AS n, SUM(b.v) / COUNT(b) AS mean, MIN(b.w) AS none, "
+        "SUM(b.w) AS s, COUNT(*) * 2 - 1 AS odd, MAX(b.v) % 2 AS par",
+        name="R",
+        tick=1.0,
+    )
     events = events_from('B1 v=2, B2 v=4 w="x"')
     got = all_modes(cq, events)
     assert list(got.values()) == [{"n": 3, "mean": 3.0, "none": None, "s": None, "odd": 5, "par": 0}]
@@ -398,8 +438,9 @@ def test_range_index_matches_brute_force(op: str) -> None:
     index = RangeIndex(keys, op, lambda a, b: a + b)
     for i, k in enumerate(keys):
         index.insert(k, 1 << i)
-    compare = {"<": lambda q, k: q < k, "<=": lambda q, k: q <= k, ">": lambda q, k: q > k,
-               ">=": lambda q, k: q >= k}[op]
+    compare = {"<": lambda q, k: q < k, "<=": lambda q, k: q <= k, ">": lambda q, k: q > k, ">=": lambda q, k: q >= k}[
+        op
+    ]
     for q in pool:
         expected = 0
         for i, k in enumerate(keys):
@@ -419,8 +460,7 @@ def test_fenwick_equals_general_path_on_large_streams() -> None:
         "RETURN COUNT(*) AS n, SUM(b.v) AS s, MIN(b.v) AS lo, MAX(b.v) AS hi, AVG(b.w) AS avg",
         "PATTERN SEQ(A a, B+ b[]) WHERE b[1].v <= a.v AND b[i].v <= b[i-1].v WITHIN 50 s RETURN COUNT(*) AS n, "
         "COUNT(b) AS nb",
-        "PATTERN SEQ(A a, ~C n, B+ b[]) WHERE b[i].v * 2 >= b[i-1].v + 1 WITHIN 40 s SLIDE 10 s "
-        "RETURN COUNT(*) AS n",
+        "PATTERN SEQ(A a, ~C n, B+ b[]) WHERE b[i].v * 2 >= b[i-1].v + 1 WITHIN 40 s SLIDE 10 s RETURN COUNT(*) AS n",
     ]
     for text in queries:
         cq = compile_query(text, name="F", tick=1.0)
@@ -449,12 +489,24 @@ def test_fenwick_falls_back_on_unrankable_values() -> None:
 
 #: Patterns with GRETA-expressible predicates to draw from (every one is a local, entry, exit, + or SEQ predicate).
 PATTERNS: list[tuple[str, list[str], list[str]]] = [
-    ("B+ b[]", ["b[i].v > b[i-1].v", "b[i].v <= b[i-1].v", "b[i].v != 2", "b[1].v >= 1", "b[b.len].v < 4",
-                "b[i].v + b[i-1].v > 3"], ["b"]),
-    ("SEQ(A a, B+ b[])", ["a.v >= 1", "b[1].v > a.v", "b[i].v >= b[i-1].v", "b[i].v < 4", "b[b.len].v > 0"],
-     ["a", "b"]),
-    ("SEQ(A a, B+ b[], C c)", ["b[i].v > b[i-1].v", "c.v <= b[b.len].v", "b[1].v != a.v", "a.v < 3"],
-     ["a", "b", "c"]),
+    (
+        "B+ b[]",
+        [
+            "b[i].v > b[i-1].v",
+            "b[i].v <= b[i-1].v",
+            "b[i].v != 2",
+            "b[1].v >= 1",
+            "b[b.len].v < 4",
+            "b[i].v + b[i-1].v > 3",
+        ],
+        ["b"],
+    ),
+    (
+        "SEQ(A a, B+ b[])",
+        ["a.v >= 1", "b[1].v > a.v", "b[i].v >= b[i-1].v", "b[i].v < 4", "b[b.len].v > 0"],
+        ["a", "b"],
+    ),
+    ("SEQ(A a, B+ b[], C c)", ["b[i].v > b[i-1].v", "c.v <= b[b.len].v", "b[1].v != a.v", "a.v < 3"], ["a", "b", "c"]),
     ("SEQ(B+ b[], C c)", ["b[i].v < b[i-1].v", "c.v > b[b.len].v", "c.v != 1"], ["b", "c"]),
     ("SEQ(A a, ~C n, B+ b[])", ["n.v > 1", "b[i].v > b[i-1].v", "b[1].v >= a.v"], ["a", "b"]),
     ("SEQ(A a, B b)", ["b.v > a.v", "a.v != 0"], ["a", "b"]),
@@ -475,8 +527,14 @@ def trend_cases(draw: st.DrawFn) -> tuple[str, list[Event], int | None, int | No
     slide = draw(st.integers(1, within)) if within is not None and draw(st.booleans()) else None
     clause = "" if within is None else f" WITHIN {within} s" + ("" if slide is None else f" SLIDE {slide} s")
     items = ["COUNT(*) AS n"]
-    for i, (func, var) in enumerate(draw(st.lists(st.tuples(st.sampled_from(["count", "sum", "min", "max", "avg"]),
-                                                            st.sampled_from(variables)), max_size=4))):
+    for i, (func, var) in enumerate(
+        draw(
+            st.lists(
+                st.tuples(st.sampled_from(["count", "sum", "min", "max", "avg"]), st.sampled_from(variables)),
+                max_size=4,
+            )
+        )
+    ):
         arg = var if func == "count" else f"{var}.v"
         items.append(f"{func.upper()}({arg}) AS x{i}")
     text = f"PATTERN {pattern}{where}{clause} RETURN {', '.join(items)}"
@@ -515,8 +573,10 @@ def oracle(text: str, events: list[Event], within: int | None, slide: int | None
         if within is None:
             keys = [(min(e.t for e in events), max(e.t for e in events))]
         else:
-            keys = [(float(w * slide), float(w * slide + within))
-                    for w in range(math.floor((last - within) / slide) + 1, math.floor(first / slide) + 1)]
+            keys = [
+                (float(w * slide), float(w * slide + within))
+                for w in range(math.floor((last - within) / slide) + 1, math.floor(first / slide) + 1)
+            ]
         for start, end in keys:
             cells.setdefault((start, end, tuple(zip(query.equivalence, group, strict=True))), []).append(binding)
     expected = {}
@@ -569,8 +629,10 @@ def test_greta_equals_two_step_on_longer_streams() -> None:
         conjuncts = (["[k]"] if rng.random() < 0.5 else []) + rng.sample(preds, rng.randint(0, min(2, len(preds))))
         within = rng.randint(4, 14)
         slide = rng.choice([None, rng.randint(1, within)])
-        text = (f"PATTERN {pattern}{' WHERE ' + ' AND '.join(conjuncts) if conjuncts else ''} WITHIN {within} s"
-                f"{'' if slide is None else f' SLIDE {slide} s'} RETURN COUNT(*) AS n, SUM(b.v) AS s, MAX(a.v) AS m")
+        text = (
+            f"PATTERN {pattern}{' WHERE ' + ' AND '.join(conjuncts) if conjuncts else ''} WITHIN {within} s"
+            f"{'' if slide is None else f' SLIDE {slide} s'} RETURN COUNT(*) AS n, SUM(b.v) AS s, MAX(a.v) AS m"
+        )
         text = text.replace("SUM(b.v)", "SUM(c.v)") if " b" not in pattern else text
         text = text.replace("MAX(a.v)", "MAX(b.v)") if "A a" not in pattern and "A+ a[]" not in pattern else text
         types = sorted({c for c in pattern if c in "ABC"})
@@ -595,8 +657,11 @@ def test_trends_pack_runs_on_greta_and_agrees_with_enumeration() -> None:
     events_path = ROOT / "queries" / "samples" / "hadoop_sample.jsonl"
     from engine.events import event_from_json
 
-    events = [event_from_json(json.loads(line), seq=i, tick=pack.tick)
-              for i, line in enumerate(events_path.read_text().splitlines()) if line.strip()]
+    events = [
+        event_from_json(json.loads(line), seq=i, tick=pack.tick)
+        for i, line in enumerate(events_path.read_text().splitlines())
+        if line.strip()
+    ]
     events.sort(key=lambda e: (e.t, e.seq))
     total = 0
     for spec in pack.queries:

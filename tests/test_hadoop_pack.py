@@ -97,8 +97,17 @@ EXPECTED = {
             median_period=8.0,
             tasks=3,
         ),
-        rec("Q1", {"a": ["sB"], "b": ["mB1"], "c": ["eB"]}, 12.0, 45.0, job_id="jB", avg_period=6.0, max_period=6.0,
-            median_period=6.0, tasks=1),
+        rec(
+            "Q1",
+            {"a": ["sB"], "b": ["mB1"], "c": ["eB"]},
+            12.0,
+            45.0,
+            job_id="jB",
+            avg_period=6.0,
+            max_period=6.0,
+            median_period=6.0,
+            tasks=1,
+        ),
     ],
     "Q2": [
         rec(
@@ -114,32 +123,137 @@ EXPECTED = {
         ),
     ],
     "Q3": [
-        rec("Q3", {"a": ["rs1"], "b": ["p0"], "c": ["p1"]}, 100.0, 101.0, task_id="t1", period=1.0, job_id="jD",
-            avg_before=0.1, pulls_before=1, map_task="m1", host="w2"),
-        rec("Q3", {"a": ["rs1"], "b": ["p0", "p1"], "c": ["p2"]}, 100.0, 102.0, task_id="t1", period=3.0, job_id="jD",
-            avg_before=0.55, pulls_before=2, map_task="m2", host="w3"),
-        rec("Q3", {"a": ["rs1"], "b": ["p0", "p1", "p2"], "c": ["p3"]}, 100.0, 103.0, task_id="t1", period=4.0,
-            job_id="jD", avg_before=4.1 / 3, pulls_before=3, map_task="m3", host="w3"),
-        rec("Q3", {"a": ["rs1"], "b": ["p0", "p1", "p2", "p3"], "c": ["p4"]}, 100.0, 104.0, task_id="t1", period=5.0,
-            job_id="jD", avg_before=2.025, pulls_before=4, map_task="m4", host="w4"),
-        rec("Q3", {"a": ["rs1"], "b": ["p0", "p1", "p2", "p3", "p4"], "c": ["p5"]}, 100.0, 105.0, task_id="t1",
-            period=7.0, job_id="jD", avg_before=2.62, pulls_before=5, map_task="m5", host="w4"),
-        rec("Q3", {"a": ["rs1"], "b": ["p0", "p1", "p2", "p3", "p4", "p5"], "c": ["p6"]}, 100.0, 105.0, task_id="t1",
-            period=50.0, job_id="jD", avg_before=3.35, pulls_before=6, map_task="m6", host="w1"),
-        rec("Q3", {"a": ["rs2"], "b": ["p21"], "c": ["p23"]}, 200.0, 799.9, task_id="t2", period=9.0, job_id="jD",
-            avg_before=1.0, pulls_before=1, map_task="m3", host="w4"),
+        rec(
+            "Q3",
+            {"a": ["rs1"], "b": ["p0"], "c": ["p1"]},
+            100.0,
+            101.0,
+            task_id="t1",
+            period=1.0,
+            job_id="jD",
+            avg_before=0.1,
+            pulls_before=1,
+            map_task="m1",
+            host="w2",
+        ),
+        rec(
+            "Q3",
+            {"a": ["rs1"], "b": ["p0", "p1"], "c": ["p2"]},
+            100.0,
+            102.0,
+            task_id="t1",
+            period=3.0,
+            job_id="jD",
+            avg_before=0.55,
+            pulls_before=2,
+            map_task="m2",
+            host="w3",
+        ),
+        rec(
+            "Q3",
+            {"a": ["rs1"], "b": ["p0", "p1", "p2"], "c": ["p3"]},
+            100.0,
+            103.0,
+            task_id="t1",
+            period=4.0,
+            job_id="jD",
+            avg_before=4.1 / 3,
+            pulls_before=3,
+            map_task="m3",
+            host="w3",
+        ),
+        rec(
+            "Q3",
+            {"a": ["rs1"], "b": ["p0", "p1", "p2", "p3"], "c": ["p4"]},
+            100.0,
+            104.0,
+            task_id="t1",
+            period=5.0,
+            job_id="jD",
+            avg_before=2.025,
+            pulls_before=4,
+            map_task="m4",
+            host="w4",
+        ),
+        rec(
+            "Q3",
+            {"a": ["rs1"], "b": ["p0", "p1", "p2", "p3", "p4"], "c": ["p5"]},
+            100.0,
+            105.0,
+            task_id="t1",
+            period=7.0,
+            job_id="jD",
+            avg_before=2.62,
+            pulls_before=5,
+            map_task="m5",
+            host="w4",
+        ),
+        rec(
+            "Q3",
+            {"a": ["rs1"], "b": ["p0", "p1", "p2", "p3", "p4", "p5"], "c": ["p6"]},
+            100.0,
+            105.0,
+            task_id="t1",
+            period=50.0,
+            job_id="jD",
+            avg_before=3.35,
+            pulls_before=6,
+            map_task="m6",
+            host="w1",
+        ),
+        rec(
+            "Q3",
+            {"a": ["rs2"], "b": ["p21"], "c": ["p23"]},
+            200.0,
+            799.9,
+            task_id="t2",
+            period=9.0,
+            job_id="jD",
+            avg_before=1.0,
+            pulls_before=1,
+            map_task="m3",
+            host="w4",
+        ),
     ],
     "Q4": [
         rec("Q4", {"a": ["sA"], "b": ["d0"]}, 10.0, 10.0, job_id="jA", start=10.0, last=10.0, queued=999, change=999),
-        rec("Q4", {"a": ["sA"], "b": ["d0", "d1"]}, 10.0, 21.0, job_id="jA", start=10.0, last=21.0, queued=1099,
-            change=100),
+        rec(
+            "Q4",
+            {"a": ["sA"], "b": ["d0", "d1"]},
+            10.0,
+            21.0,
+            job_id="jA",
+            start=10.0,
+            last=21.0,
+            queued=1099,
+            change=100,
+        ),
         rec("Q4", {"a": ["sB"], "b": ["e1"]}, 12.0, 26.0, job_id="jB", start=12.0, last=26.0, queued=50, change=50),
-        rec("Q4", {"a": ["sA"], "b": ["d0", "d1", "d2"]}, 10.0, 31.0, job_id="jA", start=10.0, last=31.0,
-            queued=1299, change=200),
-        rec("Q4", {"a": ["sA"], "b": ["d0", "d1", "d2", "d3"]}, 10.0, 53.0, job_id="jA", start=10.0, last=53.0,
-            queued=1149, change=-150),
-        rec("Q4", {"a": ["sC"], "b": ["dC1"]}, 300.0, 500.0, job_id="jC", start=300.0, last=500.0, queued=10,
-            change=10),
+        rec(
+            "Q4",
+            {"a": ["sA"], "b": ["d0", "d1", "d2"]},
+            10.0,
+            31.0,
+            job_id="jA",
+            start=10.0,
+            last=31.0,
+            queued=1299,
+            change=200,
+        ),
+        rec(
+            "Q4",
+            {"a": ["sA"], "b": ["d0", "d1", "d2", "d3"]},
+            10.0,
+            53.0,
+            job_id="jA",
+            start=10.0,
+            last=53.0,
+            queued=1149,
+            change=-150,
+        ),
+        rec(
+            "Q4", {"a": ["sC"], "b": ["dC1"]}, 300.0, 500.0, job_id="jC", start=300.0, last=500.0, queued=10, change=10
+        ),
     ],
     "Q5": [],
     "Q6": [],
@@ -215,8 +329,7 @@ def sample(pack):
 def test_pack_header(pack):
     assert pack.name == "hadoop"
     assert pack.tick == 0.1
-    assert pack.settings == {"imbalance_threshold": 1.0,
-                             "shedding": {"enabled": True, "latency_bound_ms": 30000}}
+    assert pack.settings == {"imbalance_threshold": 1.0, "shedding": {"enabled": True, "latency_bound_ms": 30000}}
     assert pack.description
     assert [s.name for s in pack.queries][: len(TABLE)] == list(TABLE)
 
@@ -283,8 +396,11 @@ def test_handcheck_input_order_decides_ties_only_under_next_match(pack, handchec
     reversed_events = [event_from_json(json.loads(line), seq=i, tick=pack.tick) for i, line in enumerate(lines)]
     for name in ("Q1", "Q2"):
         assert_same_records(match_events(compiled(pack, {name}), reversed_events), EXPECTED[name])
-    q4 = [r["return"]["queued"] for r in match_events(compiled(pack, {"Q4"}), reversed_events)
-          if r["return"]["job_id"] == "jA"]
+    q4 = [
+        r["return"]["queued"]
+        for r in match_events(compiled(pack, {"Q4"}), reversed_events)
+        if r["return"]["job_id"] == "jA"
+    ]
     assert q4 == [100, 300, 150]
 
 
@@ -387,8 +503,11 @@ def test_q4_queue_is_never_negative_on_simulated_clusters(seed, tmp_path):
 
     run_config(seed, "fb2010", 20, 1.0, str(tmp_path))  # simulate + collect (and judge, unused here)
     pack = load_pack(PACK)
-    events = [event_from_json(json.loads(line), seq=i, tick=pack.tick)
-              for i, line in enumerate((tmp_path / "hadoop.jsonl").read_text().splitlines()) if line.strip()]
+    events = [
+        event_from_json(json.loads(line), seq=i, tick=pack.tick)
+        for i, line in enumerate((tmp_path / "hadoop.jsonl").read_text().splitlines())
+        if line.strip()
+    ]
     last: dict[str, int] = {}
     lowest = 0
     for record in match_events(compiled(pack, {"Q4"}), [e for e in events if e.type in ("JobStart", "DataIO")]):

@@ -32,13 +32,24 @@ def long_streams(draw: st.DrawFn) -> list[Event]:
         attrs = {"v": rng.randint(0, 3)}
         if rng.random() < 0.8:
             attrs["k"] = rng.randint(1, 2)
-        events.append(Event(rng.choice("AABBBCCD"), lo + width / 2, attrs, id=f"e{i}", seq=i, lo=float(lo),
-                            hi=float(lo + width), tick=TICK))
+        events.append(
+            Event(
+                rng.choice("AABBBCCD"),
+                lo + width / 2,
+                attrs,
+                id=f"e{i}",
+                seq=i,
+                lo=float(lo),
+                hi=float(lo + width),
+                tick=TICK,
+            )
+        )
     return events
 
 
-def _records(query: str, output: str, events: list[Event], remember: bool,
-             threshold: float = 0.0) -> tuple[list[dict], ImpreciseMatcher]:
+def _records(
+    query: str, output: str, events: list[Event], remember: bool, threshold: float = 0.0
+) -> tuple[list[dict], ImpreciseMatcher]:
     m = ImpreciseMatcher(compile_query(query, output=output, confidence=threshold, tick=TICK), max_uncertainty=6)
     assert m.remember_dead_ends, query
     m.remember_dead_ends = remember
@@ -46,8 +57,12 @@ def _records(query: str, output: str, events: list[Event], remember: bool,
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
-@given(query=st.sampled_from(QUERIES), output=st.sampled_from(["all", "distinct", "collapsed"]), events=long_streams(),
-       threshold=st.sampled_from([0.0, 0.0, 0.3]))
+@given(
+    query=st.sampled_from(QUERIES),
+    output=st.sampled_from(["all", "distinct", "collapsed"]),
+    events=long_streams(),
+    threshold=st.sampled_from([0.0, 0.0, 0.3]),
+)
 def test_dead_ends_change_no_record(query: str, output: str, events: list[Event], threshold: float) -> None:
     plain, _ = _records(query, output, events, remember=False, threshold=threshold)
     remembered, _ = _records(query, output, events, remember=True, threshold=threshold)

@@ -50,8 +50,11 @@ def _run(cq, events: list[Event], order: str, arrival: list[Event] | None = None
 @given(query=st.sampled_from(QUERIES), events=interval_streams(7), threshold=st.sampled_from([0.0, 0.0, 0.3]))
 def test_every_order_gives_the_possible_worlds_signatures(query: str, events: list[Event], threshold: float) -> None:
     ast_query = parse_query(query, "q")
-    expected = {k: v for k, v in possible_worlds(ast_query, events, TICK).items()
-                if v.confidence > 1e-12 and v.confidence >= threshold - 1e-12}
+    expected = {
+        k: v
+        for k, v in possible_worlds(ast_query, events, TICK).items()
+        if v.confidence > 1e-12 and v.confidence >= threshold - 1e-12
+    }
     cq = compile_query(ast_query, confidence=threshold, tick=TICK)
     closing = by_signature(match_events(cq, events))
     for order in ORDERS:
@@ -75,10 +78,23 @@ def test_out_of_order_arrival_within_the_bound(order: str, seed: int) -> None:
         etype = rng.choice("AABBBCCD")
         lo = rng.randint(0, 60)
         width = rng.randint(0, 6)
-        events.append(Event(etype, lo + width / 2, {"v": rng.randint(0, 3), "k": rng.randint(1, 2)}, id=f"e{i}",
-                            seq=i, lo=float(lo), hi=float(lo + width), tick=TICK))
-    for query in ("PATTERN SEQ(A a, B b, C c) WITHIN 12 s", "PATTERN SEQ(A a, B b, C c) WHERE [k] AND a.v < 3 "
-                  "WITHIN 15 s", "PATTERN SEQ(B a, B b) WHERE b.v >= a.v WITHIN 6 s"):
+        events.append(
+            Event(
+                etype,
+                lo + width / 2,
+                {"v": rng.randint(0, 3), "k": rng.randint(1, 2)},
+                id=f"e{i}",
+                seq=i,
+                lo=float(lo),
+                hi=float(lo + width),
+                tick=TICK,
+            )
+        )
+    for query in (
+        "PATTERN SEQ(A a, B b, C c) WITHIN 12 s",
+        "PATTERN SEQ(A a, B b, C c) WHERE [k] AND a.v < 3 WITHIN 15 s",
+        "PATTERN SEQ(B a, B b) WHERE b.v >= a.v WITHIN 6 s",
+    ):
         cq = compile_query(query, tick=TICK)
         expected = by_signature(match_events(cq, events))
         arrival = sorted(events, key=lambda e: rng.randint(e.tlo, e.thi))
@@ -96,8 +112,10 @@ def test_skewed_rates_pick_selectivity_order() -> None:
 
 def test_auto_chooses_after_the_warm_up(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(orders, "WARMUP", 20)
-    events = [Event("A" if i % 10 else "C", float(i), {}, id=f"e{i}", seq=i, lo=float(i - 1), hi=float(i + 1),
-                    tick=TICK) for i in range(200)]
+    events = [
+        Event("A" if i % 10 else "C", float(i), {}, id=f"e{i}", seq=i, lo=float(i - 1), hi=float(i + 1), tick=TICK)
+        for i in range(200)
+    ]
     cq = compile_query("PATTERN SEQ(A a, C c) WITHIN 5 s", tick=TICK)
     m = OrderedImpreciseMatcher(cq, 2, order="auto")
     got = [r for e in events for r in m.feed(e)] + m.flush()

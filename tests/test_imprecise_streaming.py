@@ -60,15 +60,15 @@ def test_arrival_out_of_order_within_the_bound(query: str, output: str, seed: in
 
     if output == "distinct":
         assert {tuple(r["return"].items()): round(r["confidence"], 9) for r in got} == {
-            tuple(r["return"].items()): round(r["confidence"], 9) for r in expected}
+            tuple(r["return"].items()): round(r["confidence"], 9) for r in expected
+        }
     else:
         assert sorted(map(key, got)) == sorted(map(key, expected))
 
 
 def test_distinct_without_a_window_waits_for_the_best_signature() -> None:
     events = [ev("A", 0, 3, "a1", 0, v=0), ev("B", 2, 4, "b1", 1), ev("B", 9, 9, "b2", 2)]
-    records = match_events(compile_query("PATTERN SEQ(A a, B b) RETURN a.v AS x", output="distinct", tick=TICK),
-                           events)
+    records = match_events(compile_query("PATTERN SEQ(A a, B b) RETURN a.v AS x", output="distinct", tick=TICK), events)
     assert [(r["return"]["x"], r["confidence"]) for r in records] == [(0, 1.0)]
 
 

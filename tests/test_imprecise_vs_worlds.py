@@ -45,8 +45,11 @@ QUERIES = [
 @given(query=st.sampled_from(QUERIES), events=interval_streams(6), threshold=st.sampled_from([0.0, 0.0, 0.3]))
 def test_all_signatures_with_exact_confidence(query: str, events: list[Event], threshold: float) -> None:
     ast_query = parse_query(query, "q")
-    expected = {k: v for k, v in possible_worlds(ast_query, events, TICK).items()
-                if v.confidence > 1e-12 and v.confidence >= threshold - 1e-12}
+    expected = {
+        k: v
+        for k, v in possible_worlds(ast_query, events, TICK).items()
+        if v.confidence > 1e-12 and v.confidence >= threshold - 1e-12
+    }
     got = by_signature(match_events(compile_query(ast_query, confidence=threshold, tick=TICK), events))
     assert set(got) == set(expected), (query, events)
     for key, rec in got.items():
@@ -91,21 +94,27 @@ def test_worked_examples_of_the_digests() -> None:
         return Event(etype, (lo + hi) / 2, {}, id=f"{etype.lower()}{i}", seq=i, lo=lo, hi=hi, tick=TICK)
 
     events = [ev("A", 1, 5, 1), ev("C", 3, 5, 2), ev("B", 3, 5, 3), ev("C", 4, 8, 4)]
-    got = {tuple(r["match"]["c"]): r for r in match_events(compile_query("PATTERN SEQ(A a, B b, C c) WITHIN 4 s",
-                                                                          tick=TICK), events)}
+    got = {
+        tuple(r["match"]["c"]): r
+        for r in match_events(compile_query("PATTERN SEQ(A a, B b, C c) WITHIN 4 s", tick=TICK), events)
+    }
     assert math.isclose(got[("c2",)]["confidence"], 25 / 225)
     assert (got[("c2",)]["start"], got[("c2",)]["end"]) == (1.0, 5.0)
     assert math.isclose(got[("c4",)]["confidence"], 27 / 225)
     assert (got[("c4",)]["start"], got[("c4",)]["end"]) == (1.0, 7.0)
 
     events = [ev("A", 1, 3, 1), ev("B", 2, 4, 1), ev("B", 3, 5, 2), ev("C", 5, 7, 1)]
-    plain = {tuple(r["match"]["b"]): r["confidence"]
-             for r in match_events(compile_query("PATTERN SEQ(A a, B+ b[], C c)", tick=TICK), events)}
+    plain = {
+        tuple(r["match"]["b"]): r["confidence"]
+        for r in match_events(compile_query("PATTERN SEQ(A a, B+ b[], C c)", tick=TICK), events)
+    }
     assert math.isclose(plain[("b1",)], 2 / 3) and math.isclose(plain[("b2",)], 7 / 9)
     # Both orders of b1, b2 are worlds of the set {b1, b2}: 8/27 in order b1<b2 plus 2/27 in order b2<b1.
     assert math.isclose(plain[("b1", "b2")], 10 / 27)
-    windowed = {tuple(r["match"]["b"]): r["confidence"]
-                for r in match_events(compile_query("PATTERN SEQ(A a, B+ b[], C c) WITHIN 5 s", tick=TICK), events)}
+    windowed = {
+        tuple(r["match"]["b"]): r["confidence"]
+        for r in match_events(compile_query("PATTERN SEQ(A a, B+ b[], C c) WITHIN 5 s", tick=TICK), events)
+    }
     assert math.isclose(windowed[("b1",)], 10 / 27) and math.isclose(windowed[("b2",)], 4 / 9)
     pruned = match_events(compile_query("PATTERN SEQ(A a, B+ b[], C c)", confidence=0.5, tick=TICK), events)
     assert sorted(tuple(r["match"]["b"]) for r in pruned) == [("b1",), ("b2",)]
@@ -113,10 +122,12 @@ def test_worked_examples_of_the_digests() -> None:
 
 def test_negation_reading_a_later_set_is_applied_on_the_whole_match() -> None:
     query = "PATTERN SEQ(A+ a[], ~A b, A+ c[]) WHERE [k] AND c[c.len].v < b.v"
-    events = [Event("A", 1, {"k": 1, "v": 1}, id="a1", seq=0, lo=0, hi=2, tick=TICK),
-              Event("A", 2, {"k": 1, "v": 5}, id="n", seq=1, lo=1, hi=3, tick=TICK),
-              Event("A", 3, {"k": 1, "v": 2}, id="c1", seq=2, lo=2, hi=4, tick=TICK),
-              Event("A", 4, {"k": 1, "v": 0}, id="c2", seq=3, lo=4, hi=5, tick=TICK)]
+    events = [
+        Event("A", 1, {"k": 1, "v": 1}, id="a1", seq=0, lo=0, hi=2, tick=TICK),
+        Event("A", 2, {"k": 1, "v": 5}, id="n", seq=1, lo=1, hi=3, tick=TICK),
+        Event("A", 3, {"k": 1, "v": 2}, id="c1", seq=2, lo=2, hi=4, tick=TICK),
+        Event("A", 4, {"k": 1, "v": 0}, id="c2", seq=3, lo=4, hi=5, tick=TICK),
+    ]
     ast_query = parse_query(query, "q")
     expected = {k: v for k, v in possible_worlds(ast_query, events, TICK).items() if v.confidence > 1e-12}
     got = by_signature(match_events(compile_query(ast_query, tick=TICK), events))
@@ -164,8 +175,11 @@ def test_collapsed_is_the_union_per_singleton_assignment(query: str, events: lis
 def test_consistency_classes_and_the_previous_element_rewrite() -> None:
     from engine.plan.consistency import classify, false_consistent, rewrite_previous
 
-    q = parse_query("PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v >= b[i-1].v AND b[i].v > 5 AND "
-                    "b[i].v > avg(b[..i-1].v) AND c.v < max(b[].v) AND b[i].v > max(b[..i-1].v)", "q")
+    q = parse_query(
+        "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v >= b[i-1].v AND b[i].v > 5 AND "
+        "b[i].v > avg(b[..i-1].v) AND c.v < max(b[].v) AND b[i].v > max(b[..i-1].v)",
+        "q",
+    )
     prev, const, avg, whole, running_max = q.where
     assert classify(prev, "b") == "inconsistent-rewritable"
     assert classify(rewrite_previous(prev), "b") == "true"

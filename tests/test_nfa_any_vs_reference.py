@@ -15,8 +15,13 @@ from engine.runtime.matcher import Matcher, sort_events
 from tests.reference import reference_any
 from tests.strategies import cases
 
-NFA = settings(max_examples=120, deadline=None, derandomize=True, database=None,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+NFA = settings(
+    max_examples=120,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
 
 
 def run_nfa(cq, events: list[Event]) -> list[dict]:
@@ -25,8 +30,18 @@ def run_nfa(cq, events: list[Event]) -> list[dict]:
     return out + m.flush()
 
 
-@pytest.mark.parametrize("flags", [{}, {"kleene": True}, {"trailing": True}, {"negation": True},
-                                   {"equivalence": True}, {"window": True}, {"aggregates": True, "returns": True}])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {},
+        {"kleene": True},
+        {"trailing": True},
+        {"negation": True},
+        {"equivalence": True},
+        {"window": True},
+        {"aggregates": True, "returns": True},
+    ],
+)
 @NFA
 @given(data=st.data())
 def test_nfa_any_match_equals_reference(flags: dict, data: st.DataObject) -> None:
@@ -60,9 +75,17 @@ COLLAPSED = [
 @st.composite
 def precise_streams(draw: st.DrawFn) -> list[Event]:
     n = draw(st.integers(2, 9))
-    return [Event(draw(st.sampled_from("AABBBCD")), float(draw(st.integers(0, 10))),
-                  {"k": draw(st.integers(1, 2)), "v": draw(st.integers(0, 3))}, id=f"e{i}", seq=i, tick=1.0)
-            for i in range(n)]
+    return [
+        Event(
+            draw(st.sampled_from("AABBBCD")),
+            float(draw(st.integers(0, 10))),
+            {"k": draw(st.integers(1, 2)), "v": draw(st.integers(0, 3))},
+            id=f"e{i}",
+            seq=i,
+            tick=1.0,
+        )
+        for i in range(n)
+    ]
 
 
 @NFA
@@ -80,7 +103,9 @@ def test_nfa_collapsed_equals_exact_evaluator(query: str, events: list[Event]) -
     cq = compile_query(query, output="collapsed", tick=1.0)
 
     def norm(records: list[dict]) -> set:
-        return {(tuple((v, tuple(sorted(ids))) for v, ids in r["match"].items()), tuple(r["return"].items()))
-                for r in records}
+        return {
+            (tuple((v, tuple(sorted(ids))) for v, ids in r["match"].items()), tuple(r["return"].items()))
+            for r in records
+        }
 
     assert norm(run_nfa(cq, events)) == norm(match_events(cq, events))

@@ -36,7 +36,7 @@ def _fed(cqs: list, events: list[Event], widest: int, chunk: int) -> list[dict]:
     feeder = PackFeeder([make_matcher(cq, widest) for cq in cqs], widest)
     out = []
     for i in range(0, len(events), chunk):
-        out.extend(feeder.feed_many(events[i:i + chunk]))
+        out.extend(feeder.feed_many(events[i : i + chunk]))
     return out + feeder.flush()
 
 
@@ -59,8 +59,10 @@ def _random_stream(seed: int, n: int = 120) -> list[Event]:
 def test_pack_feeder_equals_feeding_every_matcher(seed: int, chunk: int) -> None:
     events = _random_stream(seed)
     widest = max(e.thi - e.tlo for e in events)
-    cqs = [compile_query(q, name=f"q{i}", strategy=s, output=o, confidence=c, tick=TICK)
-           for i, (q, s, o, c) in enumerate(MIXED)]
+    cqs = [
+        compile_query(q, name=f"q{i}", strategy=s, output=o, confidence=c, tick=TICK)
+        for i, (q, s, o, c) in enumerate(MIXED)
+    ]
     want = _sequential(cqs, events, widest)
     assert want, "the stream should produce records"
     assert _fed(cqs, events, widest, chunk) == want
@@ -77,7 +79,7 @@ def test_feed_many_equals_feed(seed: int) -> None:
         b = make_matcher(cq, widest)
         if not hasattr(b, "feed_many"):
             continue
-        got = [r for j in range(0, len(events), 13) for r in b.feed_many(events[j:j + 13])] + b.flush()
+        got = [r for j in range(0, len(events), 13) for r in b.feed_many(events[j : j + 13])] + b.flush()
         assert got == want, q
 
 
@@ -91,7 +93,7 @@ def test_a_one_query_pack_is_fed_directly(chunk: int) -> None:
         want = _sequential([cq], events, widest)
         feeder = PackFeeder([make_matcher(cq, widest)], widest)
         assert feeder.single is not None
-        got = [r for j in range(0, len(events), chunk) for r in feeder.feed_many(events[j:j + chunk])]
+        got = [r for j in range(0, len(events), chunk) for r in feeder.feed_many(events[j : j + chunk])]
         assert got + feeder.flush() == want, q
         assert feeder.fed == len(events)
 

@@ -49,8 +49,12 @@ P_EXACT = {  # R_w -> P(s1, s2, s3 -> F), exact (digest test vectors)
     4: (Fraction(1, 9), Fraction(11, 27), Fraction(65, 81)),
     5: (Fraction(17, 81), Fraction(131, 243), Fraction(211, 243)),
 }
-TAU_EXACT = {1: (1, 1, 1), 2: (2, 2, Fraction(5, 3)), 3: (3, Fraction(26, 9), Fraction(19, 9)),
-             5: (Fraction(131, 27), Fraction(38, 9), Fraction(211, 81))}
+TAU_EXACT = {
+    1: (1, 1, 1),
+    2: (2, 2, Fraction(5, 3)),
+    3: (3, Fraction(26, 9), Fraction(19, 9)),
+    5: (Fraction(131, 27), Fraction(38, 9), Fraction(211, 81)),
+}
 
 
 def test_completion_probability_and_remaining_cost_of_a_known_chain() -> None:
@@ -162,8 +166,11 @@ def test_state_space_and_negation_states() -> None:
 
 
 def test_hook_counts_the_work_feed_does_and_observe_none_restores_the_bare_step() -> None:
-    cq = compile_query("PATTERN SEQ(A a, B+ b[], C c) WHERE [k] AND b[i].v > b[i-1].v WITHIN 20 s",
-                       strategy="skip_till_next_match", tick=1.0)
+    cq = compile_query(
+        "PATTERN SEQ(A a, B+ b[], C c) WHERE [k] AND b[i].v > b[i-1].v WITHIN 20 s",
+        strategy="skip_till_next_match",
+        tick=1.0,
+    )
     m = Matcher(cq)
     bare = m._step
     steps = [0]
@@ -220,8 +227,10 @@ def test_negation_state_runs_are_never_victims() -> None:
     protected = [r for r in m.pools[None] if negation_state(cq, r.k, r.kin)]
     assert len(protected) == 2 and m.runs_alive() == 4  # two wait for b (in the gap), two for c
     levels = compute_levels([(QueryModel(cq), 1.0)], 16)
-    for select in (lambda: select_pspice([(m, levels[0], None)], 100, 5.0, 16),
-                   lambda: select_random([(m, levels[0], None)], 100, random.Random(2))):
+    for select in (
+        lambda: select_pspice([(m, levels[0], None)], 100, 5.0, 16),
+        lambda: select_random([(m, levels[0], None)], 100, random.Random(2)),
+    ):
         victims, _ = select()
         assert len(victims) == 2 and not victims & {id(r) for r in protected}
 
@@ -229,9 +238,13 @@ def test_negation_state_runs_are_never_victims() -> None:
 # ---------------------------------------------------------------------------------------------- no false positives
 
 STRATEGIES = ("skip_till_any_match", "skip_till_next_match", "partition_contiguity", "strict_contiguity")
-PROPERTY = settings(max_examples=150, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                           HealthCheck.data_too_large])
+PROPERTY = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
 
 
 class CheckedMatcher(Matcher):
@@ -269,16 +282,24 @@ def test_shedding_never_produces_a_false_positive(data: st.DataObject) -> None:
     plain = Matcher(cq)
     want = [r for ev in evs for r in plain.feed(ev)]
     policy = data.draw(st.sampled_from(("pspice", "random_runs")))
-    config = SheddingConfig(enabled=True, policy=policy, seed=data.draw(st.integers(0, 9)), observe_every=1,
-                            min_observations=0, check_every=1, latency_bound_ms=1e-3)
+    config = SheddingConfig(
+        enabled=True,
+        policy=policy,
+        seed=data.draw(st.integers(0, 9)),
+        observe_every=1,
+        min_observations=0,
+        check_every=1,
+        latency_bound_ms=1e-3,
+    )
     if data.draw(st.booleans()):
-        schedule = {i: [(data.draw(st.sampled_from(("global", "event"))), data.draw(st.integers(0, 5)))]
-                    for i in data.draw(st.sets(st.integers(0, len(evs) - 1), max_size=len(evs)))}
+        schedule = {
+            i: [(data.draw(st.sampled_from(("global", "event"))), data.draw(st.integers(0, 5)))]
+            for i in data.draw(st.sets(st.integers(0, len(evs) - 1), max_size=len(evs)))
+        }
         sm = SheddingMatcher(CheckedMatcher(cq), config, schedule=schedule, sync_rebuild=True)
         got = [r for ev in evs for r in sm.feed(ev, arrival=0.0, now=0.0)]
     else:
-        sm = SheddingMatcher(CheckedMatcher(cq), config, cost_model=CostModel(1e-7, 1e-6, 0.0, 0.0),
-                             sync_rebuild=True)
+        sm = SheddingMatcher(CheckedMatcher(cq), config, cost_model=CostModel(1e-7, 1e-6, 0.0, 0.0), sync_rebuild=True)
         sm.latency.min_samples = 1
         got = [r for ev in evs for r in sm.feed(ev, arrival=0.0, now=ev.t * 1e-6)]
     assert not _keys(got, output) - _keys(want, output), gen.text
@@ -409,8 +430,11 @@ queries:
 
 
 def test_pack_configuration() -> None:
-    cfg = from_pack(parse_pack(PACK.replace("{SHEDDING}", "{enabled: true, latency_bound_ms: 200, "
-                                                          "weights: {Q6: 2.0}}"), "hadoop.yaml"))
+    cfg = from_pack(
+        parse_pack(
+            PACK.replace("{SHEDDING}", "{enabled: true, latency_bound_ms: 200, weights: {Q6: 2.0}}"), "hadoop.yaml"
+        )
+    )
     assert cfg.enabled and cfg.latency_bound == 0.2 and cfg.weight("Q6") == 2.0 and cfg.weight("Q3") == 1.0
     assert cfg.policy == "pspice"
     assert not from_pack(parse_pack(PACK.replace("shedding: {SHEDDING}", "other: 1"))).enabled
@@ -418,17 +442,20 @@ def test_pack_configuration() -> None:
     assert not parse_shedding({"shedding": {"enabled": False}}).enabled
 
 
-@pytest.mark.parametrize(("mapping", "message"), [
-    ("{latency_bound_ms: 0}", "settings.shedding.latency_bound_ms: must be a number > 0"),
-    ("{latency_bound_ms: fast}", "settings.shedding.latency_bound_ms"),
-    ("{enabled: yes please}", "settings.shedding.enabled: must be true or false"),
-    ("{weights: {Q9: 1}}", "settings.shedding.weights.Q9: no such query (the pack has Q6, Q3)"),
-    ("{weights: {Q6: -1}}", "settings.shedding.weights.Q6: must be a number > 0"),
-    ("{policy: shed_all}", "settings.shedding.policy: must be one of pspice, random_runs, random_events"),
-    ("{window_buckets: 2.5}", "settings.shedding.window_buckets: must be an integer"),
-    ("{bound: 1}", "settings.shedding.bound: unknown key"),
-    ("[1, 2]", "settings.shedding: must be a mapping"),
-])
+@pytest.mark.parametrize(
+    ("mapping", "message"),
+    [
+        ("{latency_bound_ms: 0}", "settings.shedding.latency_bound_ms: must be a number > 0"),
+        ("{latency_bound_ms: fast}", "settings.shedding.latency_bound_ms"),
+        ("{enabled: yes please}", "settings.shedding.enabled: must be true or false"),
+        ("{weights: {Q9: 1}}", "settings.shedding.weights.Q9: no such query (the pack has Q6, Q3)"),
+        ("{weights: {Q6: -1}}", "settings.shedding.weights.Q6: must be a number > 0"),
+        ("{policy: shed_all}", "settings.shedding.policy: must be one of pspice, random_runs, random_events"),
+        ("{window_buckets: 2.5}", "settings.shedding.window_buckets: must be an integer"),
+        ("{bound: 1}", "settings.shedding.bound: unknown key"),
+        ("[1, 2]", "settings.shedding: must be a mapping"),
+    ],
+)
 def test_pack_configuration_errors_name_the_key(mapping: str, message: str) -> None:
     with pytest.raises(PackError) as err:
         from_pack(parse_pack(PACK.replace("{SHEDDING}", mapping), "hadoop.yaml"))
@@ -443,8 +470,11 @@ def test_pack_configuration_errors_name_the_key(mapping: str, message: str) -> N
 def test_benchmark_runs_and_prints_its_tables(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench.main(["--quick", "--plain", "--events", "1500", "--overloads", "1.5", "--bound-ms", "5"]) == 0
     out = capsys.readouterr().out
-    headers = [ln for ln, nxt in zip(out.splitlines(), out.splitlines()[1:], strict=False)
-               if ln.startswith("| ") and nxt.startswith("|-")]
+    headers = [
+        ln
+        for ln, nxt in zip(out.splitlines(), out.splitlines()[1:], strict=False)
+        if ln.startswith("| ") and nxt.startswith("|-")
+    ]
     assert len(headers) == 3 and "FN % (weighted)" in headers[0] and "deciding s" in headers[2]
     for label in ("pSPICE", "PM-BL", "E-BL", "PM-BL, pSPICE's amounts"):
         assert f"| {label} " in out

@@ -232,7 +232,9 @@ class AlertEngine:
         self.rules: dict[str, _Rule] = {}
         for spec in pack.rules():
             rule = _Rule(
-                spec, pack.name, outputs.get(spec.query, "all"),
+                spec,
+                pack.name,
+                outputs.get(spec.query, "all"),
                 None if spec.when is None else compile_condition(spec.when),
                 None if spec.value is None else compile_condition(spec.value),
                 None if spec.resolve_when is None else compile_condition(spec.resolve_when),
@@ -300,8 +302,17 @@ class AlertEngine:
         return out
 
     # ------------------------------------------------------------------ transitions
-    def _active(self, rule: _Rule, key: GroupKey, group: _Group | None, tier: str | None, env: Env, record: Record,
-                now: float, out: list[Alert]) -> None:
+    def _active(
+        self,
+        rule: _Rule,
+        key: GroupKey,
+        group: _Group | None,
+        tier: str | None,
+        env: Env,
+        record: Record,
+        now: float,
+        out: list[Alert],
+    ) -> None:
         spec = rule.spec
         if group is None:
             group = self.groups[(rule.name, key)] = _Group("pending", now, tier, now)
@@ -369,11 +380,22 @@ class AlertEngine:
         record = group.record
         if record is not None:
             match = record.get("match") or {}
-            shown = {v: (list(islice(ids, EVIDENCE_IDS)) + [f"... {len(ids) - EVIDENCE_IDS} more"]
-                         if len(ids) > EVIDENCE_IDS else list(ids)) for v, ids in match.items()}
-            group.evidence = {"query": record.get("query"), "record_id": record_id(record, rule.output),
-                              "match": shown, "return": record.get("return") or {}, "start": record.get("start"),
-                              "end": record.get("end")}
+            shown = {
+                v: (
+                    list(islice(ids, EVIDENCE_IDS)) + [f"... {len(ids) - EVIDENCE_IDS} more"]
+                    if len(ids) > EVIDENCE_IDS
+                    else list(ids)
+                )
+                for v, ids in match.items()
+            }
+            group.evidence = {
+                "query": record.get("query"),
+                "record_id": record_id(record, rule.output),
+                "match": shown,
+                "return": record.get("return") or {},
+                "start": record.get("start"),
+                "end": record.get("end"),
+            }
             group.record = None
         return group.evidence or {}
 
@@ -396,8 +418,12 @@ class AlertEngine:
             "summary": format_summary(spec.summary, fmt_env) if spec.summary else _default_summary(spec, env),
             "description": spec.description,
             "confidence": repr(round(group.confidence, 6)),
-            "evidence": json.dumps({**self._evidence(rule, group), "records": group.records}, sort_keys=True,
-                                   default=str, separators=(",", ":")),
+            "evidence": json.dumps(
+                {**self._evidence(rule, group), "records": group.records},
+                sort_keys=True,
+                default=str,
+                separators=(",", ":"),
+            ),
             "active_since": rfc3339(group.since) if math.isfinite(group.since) else "",
         }
         if "value" in env and env["value"] is not None:
@@ -409,8 +435,11 @@ class AlertEngine:
 
     def firing(self) -> list[Alert]:
         """The alerts firing now (their latest evidence), e.g. for an Alertmanager that restarted."""
-        return [self._alert(self.rules[name], g, self.now) for (name, _k), g in self.groups.items()
-                if g.status == "firing" and name in self.rules]
+        return [
+            self._alert(self.rules[name], g, self.now)
+            for (name, _k), g in self.groups.items()
+            if g.status == "firing" and name in self.rules
+        ]
 
     # ------------------------------------------------------------------ checkpoints
     def snapshot(self) -> dict[str, Any]:
@@ -418,8 +447,10 @@ class AlertEngine:
         for (name, _key), g in self.groups.items():
             if g.record is not None and name in self.rules:
                 self._evidence(self.rules[name], g)
-        return {"now": None if self.now == NEG_INF else self.now,
-                "groups": [[name, list(key), g.to_json()] for (name, key), g in self.groups.items()]}
+        return {
+            "now": None if self.now == NEG_INF else self.now,
+            "groups": [[name, list(key), g.to_json()] for (name, key), g in self.groups.items()],
+        }
 
     def restore(self, data: dict[str, Any] | None) -> None:
         self.groups.clear()

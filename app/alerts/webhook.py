@@ -113,8 +113,9 @@ def post(hook: Webhook, alerts: list[dict[str, Any]], timeout: float = 5.0, ids:
     # stream=True: the body is never read, so a receiver answering gigabytes costs nothing.  A malformed answer (a bad
     # status line, an unknown protocol; found by fuzzing) is a failed delivery like any other, retried with back-off.
     try:
-        with requests.post(hook.url, data=body, headers=headers, timeout=timeout, allow_redirects=False,
-                           stream=True) as resp:
+        with requests.post(
+            hook.url, data=body, headers=headers, timeout=timeout, allow_redirects=False, stream=True
+        ) as resp:
             if not 200 <= resp.status_code < 300:
                 raise DeliveryError(f"HTTP {resp.status_code} {resp.reason or ''}".strip())
     except requests.RequestException as err:
@@ -132,10 +133,20 @@ class AlertSender(threading.Thread):
     Processes sharing a store also adopt the rows of an owner whose heartbeat stopped ``orphan_after`` seconds ago.
     """
 
-    def __init__(self, store_path: str, owner: str, webhooks: dict[str, Webhook], *, batch: int = 50,
-                 base_delay: float = 0.5, max_delay: float = 30.0, timeout: float = 5.0, orphan_after: float = 30.0,
-                 on_result: Callable[[str, int], None] | None = None,
-                 deliver: Callable[..., None] | None = None) -> None:
+    def __init__(
+        self,
+        store_path: str,
+        owner: str,
+        webhooks: dict[str, Webhook],
+        *,
+        batch: int = 50,
+        base_delay: float = 0.5,
+        max_delay: float = 30.0,
+        timeout: float = 5.0,
+        orphan_after: float = 30.0,
+        on_result: Callable[[str, int], None] | None = None,
+        deliver: Callable[..., None] | None = None,
+    ) -> None:
         super().__init__(name="hcep-alerts", daemon=True)
         self.store_path = store_path
         self.owner = owner
@@ -195,8 +206,9 @@ class AlertSender(threading.Thread):
             self.last_heartbeat = now
             adopted = store.adopt_orphans(self.owner, now, self.orphan_after)
             if adopted:
-                log.warning("adopted %d undelivered alert(s) of a process silent for %.0f s", adopted,
-                            self.orphan_after)
+                log.warning(
+                    "adopted %d undelivered alert(s) of a process silent for %.0f s", adopted, self.orphan_after
+                )
         due = store.due_alerts(self.owner, time.time(), limit=self.batch * 4)
         if not due:
             return False
@@ -215,20 +227,24 @@ class AlertSender(threading.Thread):
                 store.mark_failed(ids, f"no URL for webhook {name!r}", [time.time() + self.max_delay] * len(ids))
                 continue
             for i in range(0, len(rows), self.batch):
-                chunk = rows[i:i + self.batch]
+                chunk = rows[i : i + self.batch]
                 ids = [r[0] for r in chunk]
                 try:
                     self.deliver(hook, [json.loads(r[1]) for r in chunk], timeout=self.timeout, ids=ids)
                 except (requests.RequestException, OSError, ValueError) as err:
                     attempts = store.attempts(ids)
                     now = time.time()
-                    store.mark_failed(ids, str(err), [now + backoff(attempts.get(i, 0) + 1, self.base_delay,
-                                                                    self.max_delay) for i in ids])
+                    store.mark_failed(
+                        ids,
+                        str(err),
+                        [now + backoff(attempts.get(i, 0) + 1, self.base_delay, self.max_delay) for i in ids],
+                    )
                     self.down[name] = (failures + 1, now + backoff(failures + 1, self.base_delay, self.max_delay))
                     self.on_result("failed", len(ids))
                     if failures == 0:
-                        log.warning("webhook %s: %d alert(s) not delivered (%s); retrying with back-off", name,
-                                    len(ids), err)
+                        log.warning(
+                            "webhook %s: %d alert(s) not delivered (%s); retrying with back-off", name, len(ids), err
+                        )
                     break  # this receiver is down: leave its other alerts for the next round
                 if failures:
                     log.info("webhook %s: delivering again", name)

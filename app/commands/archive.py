@@ -59,7 +59,8 @@ def _run_files(args: argparse.Namespace) -> int:
     tick = args.tick or (pack_tick(pack) if pack else DEFAULT_TICK)
     compiled = [
         compile_spec(s.query, s.name, strategy=s.strategy, output=s.output, confidence=s.confidence, tick=tick)
-        for s in (pack.queries if pack else ()) if s.enabled
+        for s in (pack.queries if pack else ())
+        if s.enabled
     ]
     events: list[Any] = []
     bar = _bar(args)
@@ -73,14 +74,18 @@ def _run_files(args: argparse.Namespace) -> int:
                     events.append(decoder_for(tick).event(obj, writer.next_seq))
                 writer.add_event(obj)
             except (EventError, KeyError, TypeError, ValueError) as err:
-                raise CommandError(f"{label}:{lineno}: invalid {'record' if is_match_record(obj) else 'event'}: "
-                                   f"{err}") from None
+                raise CommandError(
+                    f"{label}:{lineno}: invalid {'record' if is_match_record(obj) else 'event'}: {err}"
+                ) from None
         if compiled:
             writer.add_matches(match_events(compiled, events))
     if bar is not None:
         bar.close()
-    print(f"hcep archive: {writer.event_count} events, {writer.match_count} match records, {writer.files} files "
-          f"-> {args.to}", file=sys.stderr)
+    print(
+        f"hcep archive: {writer.event_count} events, {writer.match_count} match records, {writer.files} files "
+        f"-> {args.to}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -137,8 +142,16 @@ def _run_kafka(args: argparse.Namespace) -> int:
     jobs = [(t, "events") for t in [args.topic] if t] + [(t, "matches") for t in [args.matches_topic] if t]
     with spark_session(args.master) as spark, spark_progress(spark, "hcep archive", wanted(args.progress)):
         queries = [
-            archive_stream(spark, args.kafka, topic, args.to, kind=kind, follow=args.follow, tick=tick,
-                           checkpoint=f"{args.checkpoint}/{kind}" if args.checkpoint else None)
+            archive_stream(
+                spark,
+                args.kafka,
+                topic,
+                args.to,
+                kind=kind,
+                follow=args.follow,
+                tick=tick,
+                checkpoint=f"{args.checkpoint}/{kind}" if args.checkpoint else None,
+            )
             for topic, kind in jobs
         ]
         if args.follow:

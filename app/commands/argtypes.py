@@ -7,8 +7,9 @@ import math
 from collections.abc import Callable
 
 
-def number(*, above: float | None = None, at_least: float | None = None, integer: bool = False,
-           what: str = "") -> Callable[[str], float]:
+def number(
+    *, above: float | None = None, at_least: float | None = None, integer: bool = False, what: str = ""
+) -> Callable[[str], float]:
     """A parser for a finite number (an int when ``integer``), optionally ``> above`` or ``>= at_least``."""
 
     def parse(text: str) -> float:

@@ -25,13 +25,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from app.cli import OUTPUT_MODES, STRATEGIES, _probability
     from app.commands.argtypes import non_negative_seconds, positive_seconds
 
-    parser.add_argument("inputs", nargs="+", metavar="INPUT",
-                        help="JSON-lines files or directories, an archive directory, or raw Hadoop, Spark event or "
-                             "Ganglia logs")
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="JSON-lines files or directories, an archive directory, or raw Hadoop, Spark event or Ganglia logs",
+    )
     parser.add_argument("--pack", required=True, metavar="FILE", help="a YAML query pack (e.g. queries/hadoop.yaml)")
     parser.add_argument("--query", action="append", metavar="NAME", help="run only this query (repeatable)")
-    parser.add_argument("--master", metavar="URL",
-                        help="Spark master (default $HCEP_SPARK_MASTER or local[N]; e.g. local[2], spark://host:7077)")
+    parser.add_argument(
+        "--master",
+        metavar="URL",
+        help="Spark master (default $HCEP_SPARK_MASTER or local[N]; e.g. local[2], spark://host:7077)",
+    )
     parser.add_argument("--input-format", choices=KINDS, default="auto", help="how to read the inputs (auto)")
     parser.add_argument("--out", metavar="DIR", help="write the records as Parquet under DIR/matches (not stdout)")
     parser.add_argument("--partitions", type=int, metavar="N", help="Spark partitions of the match stage")
@@ -39,9 +45,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--confidence", type=_probability, metavar="C", help="confidence threshold (overrides)")
     parser.add_argument("--output", choices=OUTPUT_MODES, help="output mode (overrides the pack's)")
     parser.add_argument("--tick", type=positive_seconds, metavar="SECONDS", help="time granularity (overrides)")
-    parser.add_argument("--max-delta", type=non_negative_seconds, metavar="S",
-                        help="largest accepted half-width of an event's interval; a wider event is an error naming "
-                             "its line, as hcep run dead-letters it (default: the pack's settings.max_delta, else 7.5)")
+    parser.add_argument(
+        "--max-delta",
+        type=non_negative_seconds,
+        metavar="S",
+        help="largest accepted half-width of an event's interval; a wider event is an error naming "
+        "its line, as hcep run dead-letters it (default: the pack's settings.max_delta, else 7.5)",
+    )
     parser.add_argument("--explain", action="store_true", help="print how the stream is cut on stderr")
     progress = parser.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show it")
@@ -62,8 +72,9 @@ def load_plans(args: argparse.Namespace) -> list[Any]:
         if missing:
             have = ", ".join(s.name for s in pack.queries) or "none"
             raise CommandError(f"hcep batch: no query named {missing[0]!r} in pack {args.pack} (it has: {have})")
-    plans = plans_from_pack(pack, names, tick=args.tick, strategy=args.strategy, output=args.output,
-                            confidence=args.confidence)
+    plans = plans_from_pack(
+        pack, names, tick=args.tick, strategy=args.strategy, output=args.output, confidence=args.confidence
+    )
     if not plans:
         raise CommandError(f"hcep batch: pack {args.pack} has no enabled query")
     for plan in plans:
@@ -95,8 +106,15 @@ def run(args: argparse.Namespace) -> int:
         spark_progress(spark, "hcep batch", wanted(args.progress)),
     ):
         try:
-            result = run_batch(spark, args.inputs, plans, kind=args.input_format, partitions=args.partitions,
-                               tmp_dir=tmp, max_delta=args.max_delta)
+            result = run_batch(
+                spark,
+                args.inputs,
+                plans,
+                kind=args.input_format,
+                partitions=args.partitions,
+                tmp_dir=tmp,
+                max_delta=args.max_delta,
+            )
         except ValueError as err:
             raise CommandError(f"hcep batch: {err}") from None
         if args.explain:
@@ -128,7 +146,11 @@ def write_records(records: Any, out: str) -> int:
     frame = records.select(
         F.lit(new_batch_id()).alias("batch"),
         F.monotonically_increasing_id().alias("seq"),
-        "match", "confidence", "start", "end", F.col("ret").alias("return"),
+        "match",
+        "confidence",
+        "start",
+        "end",
+        F.col("ret").alias("return"),
         *[F.get_json_object("ret", f"$.{name}").alias(name) for name in RETURN_STRINGS],
         F.date_format(F.timestamp_seconds("start"), "yyyy-MM-dd").alias("date"),
         "query",

@@ -76,8 +76,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=positive, default=5.0, metavar="S", help="connect/read timeout (5)")
     parser.add_argument("--since", type=_time_arg, metavar="T", help="--rrd: from T (epoch, 2h, ISO; default 1h)")
     parser.add_argument("--until", type=_time_arg, metavar="T", help="--rrd: up to T (default now)")
-    parser.add_argument("--out", metavar="FILE", help="events as JSON lines to FILE, '-' = stdout (the default "
-                        "without --kafka)")
+    parser.add_argument(
+        "--out", metavar="FILE", help="events as JSON lines to FILE, '-' = stdout (the default without --kafka)"
+    )
     parser.add_argument(
         "--threshold", type=finite, default=1.0, metavar="X", help="load std-dev above X is Imbalance (1.0)"
     )

@@ -28,8 +28,9 @@ from app.commands.argtypes import non_negative
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories (searched recursively)")
     parser.add_argument("--follow", action="store_true", help="keep following the files (tail -F), across rotation")
-    parser.add_argument("--out", metavar="FILE", help="where to write the events ('-': stdout, the default without "
-                        "--kafka)")
+    parser.add_argument(
+        "--out", metavar="FILE", help="where to write the events ('-': stdout, the default without --kafka)"
+    )
     parser.add_argument("--state", metavar="FILE", help="with --follow: read positions, committed after each batch")
     parser.add_argument("--deadletter", metavar="FILE", help="append malformed input here (JSON lines)")
     parser.add_argument("--tz", default="UTC", metavar="ZONE", help="time zone of the log timestamps (default UTC)")

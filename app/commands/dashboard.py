@@ -26,24 +26,48 @@ START_TIMEOUT = 90.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", metavar="DIR", help="data dir: JSONL match records / events (and the store "
-                        "hcep.sqlite, the Parquet archive, when they are inside it)")
-    parser.add_argument("--store", metavar="FILE", action="append",
-                        help="the SQLite store of `hcep run` (opened read-only; repeat it for the stores of several "
-                             "services, e.g. the Hadoop and the Spark pack's)")
+    parser.add_argument(
+        "--data",
+        metavar="DIR",
+        help="data dir: JSONL match records / events (and the store "
+        "hcep.sqlite, the Parquet archive, when they are inside it)",
+    )
+    parser.add_argument(
+        "--store",
+        metavar="FILE",
+        action="append",
+        help="the SQLite store of `hcep run` (opened read-only; repeat it for the stores of several "
+        "services, e.g. the Hadoop and the Spark pack's)",
+    )
     parser.add_argument("--archive", metavar="DIR", help="Parquet archive root (events/, matches/)")
-    parser.add_argument("--history", metavar="DIR", help="Spark history tables (`hcep history --out DIR`; default: "
-                        "DIR/history of --data or --archive)")
-    parser.add_argument("--pack", metavar="FILE", action="append",
-                        help="query pack (default: the installed queries/hadoop.yaml; repeatable: packs side by side)")
+    parser.add_argument(
+        "--history",
+        metavar="DIR",
+        help="Spark history tables (`hcep history --out DIR`; default: DIR/history of --data or --archive)",
+    )
+    parser.add_argument(
+        "--pack",
+        metavar="FILE",
+        action="append",
+        help="query pack (default: the installed queries/hadoop.yaml; repeatable: packs side by side)",
+    )
     parser.add_argument("--logs", metavar="DIR", help="Hadoop log tree searched for a straggler's log lines")
     parser.add_argument("--acks", metavar="FILE", help="where acknowledgements are kept (default: in the data dir)")
-    parser.add_argument("--metrics", metavar="URL", help="the Prometheus endpoint of `hcep run` (runs alive, shed "
-                        "counts, events/s), e.g. http://127.0.0.1:9108/metrics")
-    parser.add_argument("--alertmanager", metavar="URL", help="Prometheus Alertmanager's base URL (the open alerts "
-                        "with their silenced/inhibited state), e.g. http://127.0.0.1:9093")
-    parser.add_argument("--refresh", type=float, default=10.0, metavar="SECONDS",
-                        help="auto-refresh period (0: off; default 10)")
+    parser.add_argument(
+        "--metrics",
+        metavar="URL",
+        help="the Prometheus endpoint of `hcep run` (runs alive, shed "
+        "counts, events/s), e.g. http://127.0.0.1:9108/metrics",
+    )
+    parser.add_argument(
+        "--alertmanager",
+        metavar="URL",
+        help="Prometheus Alertmanager's base URL (the open alerts "
+        "with their silenced/inhibited state), e.g. http://127.0.0.1:9093",
+    )
+    parser.add_argument(
+        "--refresh", type=float, default=10.0, metavar="SECONDS", help="auto-refresh period (0: off; default 10)"
+    )
     parser.add_argument("--host", default=LOOPBACK, help="address to bind (default 127.0.0.1, loopback only)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default 8501; 0 picks a free one)")
 
@@ -87,20 +111,53 @@ def _config(args: argparse.Namespace) -> dict[str, str]:
     if alertmanager and not alertmanager.startswith(("http://", "https://")):
         raise CommandError(f"hcep dashboard: --alertmanager {alertmanager}: give an http(s):// URL")
     # Unset store / archive / acks are found (or placed) in the data dir by DashboardConfig.from_env in the child.
-    return DashboardConfig(data, store, archive, packs[0] if packs else default_pack(),
-                           path(args.logs, "--logs", True), Path(args.acks) if args.acks else None,
-                           args.refresh, args.metrics, history, alertmanager, tuple(stores[1:]),
-                           tuple(packs[1:])).to_env()
+    return DashboardConfig(
+        data,
+        store,
+        archive,
+        packs[0] if packs else default_pack(),
+        path(args.logs, "--logs", True),
+        Path(args.acks) if args.acks else None,
+        args.refresh,
+        args.metrics,
+        history,
+        alertmanager,
+        tuple(stores[1:]),
+        tuple(packs[1:]),
+    ).to_env()
 
 
 def streamlit_command(host: str, port: int) -> list[str]:
     return [
-        sys.executable, "-m", "streamlit", "run", str(app_script()),
-        "--server.address", host, "--server.port", str(port), "--server.headless", "true",
-        "--server.fileWatcherType", "none", "--server.runOnSave", "false",
-        "--browser.gatherUsageStats", "false", "--browser.serverAddress", host, "--browser.serverPort", str(port),
-        "--global.developmentMode", "false", "--client.toolbarMode", "minimal", "--logger.level", "warning",
-        "--theme.base", "light",
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_script()),
+        "--server.address",
+        host,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--server.fileWatcherType",
+        "none",
+        "--server.runOnSave",
+        "false",
+        "--browser.gatherUsageStats",
+        "false",
+        "--browser.serverAddress",
+        host,
+        "--browser.serverPort",
+        str(port),
+        "--global.developmentMode",
+        "false",
+        "--client.toolbarMode",
+        "minimal",
+        "--logger.level",
+        "warning",
+        "--theme.base",
+        "light",
     ]
 
 
@@ -135,15 +192,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         import streamlit  # noqa: F401
     except ImportError:
-        raise CommandError("hcep dashboard: streamlit is not installed (pip install streamlit altair pandas pyarrow)") \
-            from None
+        raise CommandError(
+            "hcep dashboard: streamlit is not installed (pip install streamlit altair pandas pyarrow)"
+        ) from None
     env = dict(os.environ)
     env.update(_config(args))
     env.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
     host = args.host
     if host not in (LOOPBACK, "localhost", "::1"):
-        print(f"hcep dashboard: warning: binding {host}, not loopback: anyone who can reach it sees the dashboard",
-              file=sys.stderr)
+        print(
+            f"hcep dashboard: warning: binding {host}, not loopback: anyone who can reach it sees the dashboard",
+            file=sys.stderr,
+        )
     port = args.port or free_port(host if host != "localhost" else LOOPBACK)
     url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
     child = subprocess.Popen(streamlit_command(host, port), env=env, stdout=sys.stderr, stdin=subprocess.DEVNULL)

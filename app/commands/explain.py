@@ -31,8 +31,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--query", metavar="NAME", help="with --pack: only this query (default: all of them)")
     parser.add_argument("--strategy", choices=STRATEGIES, help="event selection strategy (overrides the pack's)")
     parser.add_argument("--output", choices=OUTPUT_MODES, help="output mode (overrides the pack's)")
-    parser.add_argument("--tick", type=positive_seconds, metavar="SECONDS",
-                        help="time granularity (overrides the pack's; default 0.1)")
+    parser.add_argument(
+        "--tick", type=positive_seconds, metavar="SECONDS", help="time granularity (overrides the pack's; default 0.1)"
+    )
 
 
 def _compiled(args: argparse.Namespace) -> list[tuple[object, str]]:
@@ -54,8 +55,15 @@ def _compiled(args: argparse.Namespace) -> list[tuple[object, str]]:
             query = parse_query(args.query_text, name="query")
         except QueryError as err:
             raise CommandError(located(err)) from None
-        cq = compile_spec(query, "query", strategy=args.strategy or query.strategy, output=args.output,
-                          confidence=None, tick=args.tick or DEFAULT_TICK, describe=located)
+        cq = compile_spec(
+            query,
+            "query",
+            strategy=args.strategy or query.strategy,
+            output=args.output,
+            confidence=None,
+            tick=args.tick or DEFAULT_TICK,
+            describe=located,
+        )
         return [(cq, "")]
     pack = load_pack(args.pack)
     tick = args.tick or pack_tick(pack)
@@ -66,9 +74,17 @@ def _compiled(args: argparse.Namespace) -> list[tuple[object, str]]:
             names = ", ".join(spec.name for spec in pack.queries) or "none"
             raise CommandError(f"hcep explain: no query named {args.query!r} in pack {args.pack} (it has: {names})")
     return [
-        (compile_spec(spec.query, spec.name, strategy=args.strategy or spec.strategy, output=args.output or spec.output,
-                      confidence=spec.confidence, tick=tick),
-         "" if getattr(spec, "enabled", True) else " (disabled in the pack)")
+        (
+            compile_spec(
+                spec.query,
+                spec.name,
+                strategy=args.strategy or spec.strategy,
+                output=args.output or spec.output,
+                confidence=spec.confidence,
+                tick=tick,
+            ),
+            "" if getattr(spec, "enabled", True) else " (disabled in the pack)",
+        )
         for spec in specs
     ]
 

@@ -28,13 +28,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("archive", metavar="ARCHIVE", help="archive root (written by hcep archive / hcep batch --out)")
     parser.add_argument("--out", required=True, metavar="DIR", help="where the tables go (DIR/<table>/, replaced)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default local[N])")
-    parser.add_argument("--bucket", type=positive_seconds, default=300.0, metavar="SECONDS",
-                        help="time bucket of the anomaly counts (300)")
+    parser.add_argument(
+        "--bucket",
+        type=positive_seconds,
+        default=300.0,
+        metavar="SECONDS",
+        help="time bucket of the anomaly counts (300)",
+    )
     parser.add_argument("--pack", metavar="FILE", help="match the archived events with this pack for the anomalies")
-    parser.add_argument("--straggler-queries", type=_names, default=["Q3", "SlowTask", "FetchWait"], metavar="A,B",
-                        help="queries whose matches are stragglers (Q3,SlowTask,FetchWait)")
-    parser.add_argument("--imbalance-queries", type=_names, default=["Q5", "Q6"], metavar="A,B",
-                        help="queries whose matches are load imbalances (Q5,Q6)")
+    parser.add_argument(
+        "--straggler-queries",
+        type=_names,
+        default=["Q3", "SlowTask", "FetchWait"],
+        metavar="A,B",
+        help="queries whose matches are stragglers (Q3,SlowTask,FetchWait)",
+    )
+    parser.add_argument(
+        "--imbalance-queries",
+        type=_names,
+        default=["Q5", "Q6"],
+        metavar="A,B",
+        help="queries whose matches are load imbalances (Q5,Q6)",
+    )
     progress = parser.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show it")
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
@@ -61,8 +76,15 @@ def run(args: argparse.Namespace) -> int:
         matches = None
         if plans is not None:
             matches = _match_archive(spark, args.archive, plans)
-        tables = history(spark, args.archive, args.out, bucket_seconds=args.bucket,
-                         straggler=args.straggler_queries, imbalance=args.imbalance_queries, matches=matches)
+        tables = history(
+            spark,
+            args.archive,
+            args.out,
+            bucket_seconds=args.bucket,
+            straggler=args.straggler_queries,
+            imbalance=args.imbalance_queries,
+            matches=matches,
+        )
     counts = {name: _rows(os.path.join(args.out, name)) for name in tables}
     if not tables:
         raise CommandError(f"hcep history: {args.archive} holds no events and no match records")
@@ -75,8 +97,12 @@ def _rows(directory: str) -> int:
     """Rows of a Parquet directory, from the files' footers (no Spark job)."""
     import pyarrow.parquet as pq
 
-    return sum(pq.read_metadata(os.path.join(root, name)).num_rows
-               for root, _, names in os.walk(directory) for name in names if name.endswith(".parquet"))
+    return sum(
+        pq.read_metadata(os.path.join(root, name)).num_rows
+        for root, _, names in os.walk(directory)
+        for name in names
+        if name.endswith(".parquet")
+    )
 
 
 def _match_archive(spark, archive: str, plans):  # type: ignore[no-untyped-def]

@@ -21,16 +21,36 @@ DEFAULT_PACK = 50  # events per Kafka message: ~20x the service's throughput of 
 def configure(parser: argparse.ArgumentParser, source: str, *, flags: tuple[str, ...] = ("--kafka",)) -> None:
     """The Kafka options; ``flags`` names the broker option (``collect spark``: ``--bootstrap`` and ``--kafka``)."""
     group = parser.add_argument_group("publishing to Kafka")
-    group.add_argument(*flags, dest="kafka", metavar="BOOTSTRAP", help="publish the events to this Kafka broker "
-                       "(HOST:PORT[,...]) instead of writing them to stdout (--out still writes a copy)")
+    group.add_argument(
+        *flags,
+        dest="kafka",
+        metavar="BOOTSTRAP",
+        help="publish the events to this Kafka broker "
+        "(HOST:PORT[,...]) instead of writing them to stdout (--out still writes a copy)",
+    )
     group.add_argument("--topic", metavar="NAME", help=f"with --kafka: topic (default hcep.events.{source})")
-    group.add_argument("--pack", type=positive_int, default=DEFAULT_PACK, metavar="N",
-                       help=f"with --kafka: up to N events of one partition per message, as JSON lines "
-                       f"(default {DEFAULT_PACK}; 1 = one event per message)")
-    group.add_argument("--linger", type=non_negative, default=20.0, metavar="MS",
-                       help="with --kafka: the producer waits up to MS ms to batch messages (20)")
-    group.add_argument("--kafka-timeout", type=positive_seconds, default=15.0, metavar="S",
-                       help="with --kafka: give up when the broker does not answer within S seconds (15)")
+    group.add_argument(
+        "--pack",
+        type=positive_int,
+        default=DEFAULT_PACK,
+        metavar="N",
+        help=f"with --kafka: up to N events of one partition per message, as JSON lines "
+        f"(default {DEFAULT_PACK}; 1 = one event per message)",
+    )
+    group.add_argument(
+        "--linger",
+        type=non_negative,
+        default=20.0,
+        metavar="MS",
+        help="with --kafka: the producer waits up to MS ms to batch messages (20)",
+    )
+    group.add_argument(
+        "--kafka-timeout",
+        type=positive_seconds,
+        default=15.0,
+        metavar="S",
+        help="with --kafka: give up when the broker does not answer within S seconds (15)",
+    )
 
 
 def check(parser_name: str, args: argparse.Namespace) -> None:
@@ -56,8 +76,15 @@ def open_publisher(args: argparse.Namespace, source: str, keys: tuple[str, ...] 
         return None
     from app.publish import DEFAULT_KEYS, Publisher
 
-    return Publisher(args.kafka, source, topic=args.topic, pack=args.pack, linger_ms=int(args.linger),
-                     timeout=args.kafka_timeout, keys=keys or DEFAULT_KEYS)
+    return Publisher(
+        args.kafka,
+        source,
+        topic=args.topic,
+        pack=args.pack,
+        linger_ms=int(args.linger),
+        timeout=args.kafka_timeout,
+        keys=keys or DEFAULT_KEYS,
+    )
 
 
 def report(command: str, err: Exception) -> int:

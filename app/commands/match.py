@@ -252,15 +252,17 @@ def run_alerts(args: argparse.Namespace) -> int:
         raise CommandError("hcep match: --alerts needs --pack FILE (the alert rules live in the pack)")
     overridden = [f"--{o}" for o in ("strategy", "confidence", "output", "tick") if getattr(args, o, None) is not None]
     if overridden:
-        raise CommandError(f"hcep match: --alerts judges the pack as hcep run runs it; {', '.join(overridden)} "
-                           "does not apply")
+        raise CommandError(
+            f"hcep match: --alerts judges the pack as hcep run runs it; {', '.join(overridden)} does not apply"
+        )
     pack = load_pack(args.pack)
     if args.query:
         if not any(spec.name == args.query for spec in pack.queries):
             names = ", ".join(spec.name for spec in pack.queries) or "none"
             raise CommandError(f"hcep match: no query named {args.query!r} in pack {args.pack} (it has: {names})")
-        pack = dataclasses.replace(pack, queries=tuple(dataclasses.replace(q, enabled=q.name == args.query)
-                                                       for q in pack.queries))
+        pack = dataclasses.replace(
+            pack, queries=tuple(dataclasses.replace(q, enabled=q.name == args.query) for q in pack.queries)
+        )
     if not any(q.enabled for q in pack.queries):
         raise CommandError(f"hcep match: pack {args.pack} has no enabled query")
     max_delta = max_delta_of(args, pack)

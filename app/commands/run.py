@@ -54,60 +54,120 @@ def _seconds(text: str) -> float:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pack", required=True, metavar="FILE", help="the YAML query pack to run")
-    parser.add_argument("--bootstrap", metavar="HOST:PORT[,...]",
-                        help=f"Kafka bootstrap servers (env HCEP_BOOTSTRAP; default {DEFAULTS['bootstrap']})")
+    parser.add_argument(
+        "--bootstrap",
+        metavar="HOST:PORT[,...]",
+        help=f"Kafka bootstrap servers (env HCEP_BOOTSTRAP; default {DEFAULTS['bootstrap']})",
+    )
     parser.add_argument("--config", metavar="FILE", help="YAML file with any of these settings")
     parser.add_argument("--group", help=f"consumer group (default {DEFAULTS['group']})")
     parser.add_argument("--instance", help="this process's name in the group, stable across restarts (default 0)")
-    parser.add_argument("--topics", metavar="T[,T]", help="topics whose partitions the group shares "
-                        f"(default {DEFAULTS['topics']})")
-    parser.add_argument("--broadcast", metavar="T[,T]", help="topics every process reads in full "
-                        f"(default {DEFAULTS['broadcast']}; '' for none)")
-    parser.add_argument("--matches-topic", help=f"topic for match records (default {DEFAULTS['matches_topic']}; "
-                        "'' for none)")
+    parser.add_argument(
+        "--topics", metavar="T[,T]", help=f"topics whose partitions the group shares (default {DEFAULTS['topics']})"
+    )
+    parser.add_argument(
+        "--broadcast",
+        metavar="T[,T]",
+        help=f"topics every process reads in full (default {DEFAULTS['broadcast']}; '' for none)",
+    )
+    parser.add_argument(
+        "--matches-topic", help=f"topic for match records (default {DEFAULTS['matches_topic']}; '' for none)"
+    )
     parser.add_argument("--data-dir", metavar="DIR", help=f"store and dead letters (default {DEFAULTS['data_dir']})")
-    parser.add_argument("--metrics-port", type=int, metavar="N",
-                        help=f"Prometheus metrics on 127.0.0.1:N (0: any free port, -1: off; default "
-                             f"{DEFAULTS['metrics_port']})")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="N",
+        help=f"Prometheus metrics on 127.0.0.1:N (0: any free port, -1: off; default {DEFAULTS['metrics_port']})",
+    )
     parser.add_argument("--allowed-lateness", type=_seconds, metavar="S", help="added to the largest delta (2 s)")
-    parser.add_argument("--max-delta", type=_seconds, metavar="S",
-                        help="largest accepted delta; wider events are dead-lettered (7.5 s)")
-    parser.add_argument("--idle-timeout", type=_seconds, metavar="S",
-                        help="a read-up partition silent this long stops holding the watermark (5 s); for this "
-                             "long after one speaks again, the silent ones hold it at their newest time plus their "
-                             "silence, so that a burst after a quiet spell is not late")
+    parser.add_argument(
+        "--max-delta", type=_seconds, metavar="S", help="largest accepted delta; wider events are dead-lettered (7.5 s)"
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=_seconds,
+        metavar="S",
+        help="a read-up partition silent this long stops holding the watermark (5 s); for this "
+        "long after one speaks again, the silent ones hold it at their newest time plus their "
+        "silence, so that a burst after a quiet spell is not late",
+    )
     parser.add_argument("--checkpoint-interval", type=_seconds, metavar="S", help="seconds between checkpoints (1)")
-    parser.add_argument("--session-timeout", type=_seconds, metavar="S",
-                        help="consumer group session: a killed process's partitions wait this long (10 s; the "
-                             "broker's group.min.session.timeout.ms bounds it)")
-    parser.add_argument("--alert-max-backoff", type=_seconds, metavar="S",
-                        help="longest wait between two tries of a webhook that is down (30 s)")
-    parser.add_argument("--alert-orphan-after", type=_seconds, metavar="S",
-                        help="with a shared data dir: deliver the alerts of a process silent this long (30 s)")
-    parser.add_argument("--webhook", action="append", default=[], metavar="NAME=URL",
-                        help="URL of a webhook the pack's alert rules name (repeatable)")
-    parser.add_argument("--alertmanager", metavar="URL",
-                        help="also deliver every alert to this Prometheus Alertmanager (v2 API, e.g. "
-                             "http://127.0.0.1:9093; default: none, or $HCEP_ALERTMANAGER)")
-    parser.add_argument("--start-from", choices=("earliest", "latest"),
-                        help="where partitions without a checkpoint start (default earliest)")
+    parser.add_argument(
+        "--session-timeout",
+        type=_seconds,
+        metavar="S",
+        help="consumer group session: a killed process's partitions wait this long (10 s; the "
+        "broker's group.min.session.timeout.ms bounds it)",
+    )
+    parser.add_argument(
+        "--alert-max-backoff",
+        type=_seconds,
+        metavar="S",
+        help="longest wait between two tries of a webhook that is down (30 s)",
+    )
+    parser.add_argument(
+        "--alert-orphan-after",
+        type=_seconds,
+        metavar="S",
+        help="with a shared data dir: deliver the alerts of a process silent this long (30 s)",
+    )
+    parser.add_argument(
+        "--webhook",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="URL of a webhook the pack's alert rules name (repeatable)",
+    )
+    parser.add_argument(
+        "--alertmanager",
+        metavar="URL",
+        help="also deliver every alert to this Prometheus Alertmanager (v2 API, e.g. "
+        "http://127.0.0.1:9093; default: none, or $HCEP_ALERTMANAGER)",
+    )
+    parser.add_argument(
+        "--start-from",
+        choices=("earliest", "latest"),
+        help="where partitions without a checkpoint start (default earliest)",
+    )
     parser.add_argument("--partitions", type=int, metavar="N", help="partitions of topics created when missing (4)")
-    parser.add_argument("--exit-when-idle", type=_seconds, metavar="S",
-                        help="stop once everything is read and nothing came for S seconds")
+    parser.add_argument(
+        "--exit-when-idle",
+        type=_seconds,
+        metavar="S",
+        help="stop once everything is read and nothing came for S seconds",
+    )
     parser.add_argument("--max-seconds", type=_seconds, metavar="S", help="stop after S seconds")
-    parser.add_argument("--max-runs-per-key", type=non_negative_int, metavar="N",
-                        help="memory bound: partial matches per partition key of a query; beyond it they are dropped "
-                             "and counted (metric hcep_limit_dropped; default: the pack's "
-                             "settings.limits.runs_per_key, else 20000; 0: unbounded)")
-    parser.add_argument("--max-runs", type=non_negative_int, metavar="N",
-                        help="memory bound: partial matches of a query in total (default: settings.limits.runs, else "
-                             "200000; 0: unbounded)")
-    parser.add_argument("--no-shedding", dest="shedding", action="store_false",
-                        help="ignore the pack's settings.shedding: never drop partial matches (e.g. while catching up "
-                             "after an outage, when every match matters more than the latency bound)")
-    parser.add_argument("--workers", type=positive_int, default=1, metavar="N",
-                        help="run N service processes in the group (one core each), named INSTANCE-0.., metrics on "
-                             "PORT+k, restarted if they crash (default 1: this process is the service)")
+    parser.add_argument(
+        "--max-runs-per-key",
+        type=non_negative_int,
+        metavar="N",
+        help="memory bound: partial matches per partition key of a query; beyond it they are dropped "
+        "and counted (metric hcep_limit_dropped; default: the pack's "
+        "settings.limits.runs_per_key, else 20000; 0: unbounded)",
+    )
+    parser.add_argument(
+        "--max-runs",
+        type=non_negative_int,
+        metavar="N",
+        help="memory bound: partial matches of a query in total (default: settings.limits.runs, else "
+        "200000; 0: unbounded)",
+    )
+    parser.add_argument(
+        "--no-shedding",
+        dest="shedding",
+        action="store_false",
+        help="ignore the pack's settings.shedding: never drop partial matches (e.g. while catching up "
+        "after an outage, when every match matters more than the latency bound)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="run N service processes in the group (one core each), named INSTANCE-0.., metrics on "
+        "PORT+k, restarted if they crash (default 1: this process is the service)",
+    )
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     parser.set_defaults(run_parser=parser)
 
@@ -175,8 +235,9 @@ def build_config(args: argparse.Namespace, pack: Any) -> Any:
     from engine.runtime.limits import LimitsError, from_settings
 
     try:
-        limits = from_settings(settings).with_overrides(getattr(args, "max_runs_per_key", None),
-                                                        getattr(args, "max_runs", None))
+        limits = from_settings(settings).with_overrides(
+            getattr(args, "max_runs_per_key", None), getattr(args, "max_runs", None)
+        )
     except LimitsError as err:
         raise CommandError(f"{args.pack}: {err}") from None
     metrics_port = int(pick("metrics_port"))
@@ -237,8 +298,11 @@ def run(args: argparse.Namespace) -> int:
     from app.workers import WORKER_ENV, run_workers
 
     tag = f"[{os.environ[WORKER_ENV]}] " if os.environ.get(WORKER_ENV) else ""  # a worker of `--workers N`
-    logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
-                        format=f"%(asctime)s %(levelname)s {tag}%(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, args.log_level),
+        stream=sys.stderr,
+        format=f"%(asctime)s %(levelname)s {tag}%(name)s: %(message)s",
+    )
     # kafka-python logs every refused reconnect at ERROR while a broker restarts; the service reports what matters.
     kafka_level = os.environ.get("HCEP_KAFKA_LOG_LEVEL") or ("DEBUG" if args.log_level == "DEBUG" else "CRITICAL")
     logging.getLogger("kafka").setLevel(kafka_level)
@@ -246,8 +310,9 @@ def run(args: argparse.Namespace) -> int:
     cfg = build_config(args, pack)
     unrouted = sorted({r.webhook for r in pack.rules() if r.webhook} - set(cfg.webhooks))
     if unrouted:
-        logging.getLogger("hcep.run").warning("no URL for webhook(s) %s: their alerts are stored as 'unrouted'",
-                                              ", ".join(unrouted))
+        logging.getLogger("hcep.run").warning(
+            "no URL for webhook(s) %s: their alerts are stored as 'unrouted'", ", ".join(unrouted)
+        )
     if args.workers > 1:  # settings checked once, here; the workers parse the same ones again
         return run_workers(shared_argv(args.run_parser, args), args.workers, cfg.instance, cfg.metrics_port)
     return run_service(cfg, pack)

@@ -30,17 +30,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hours", type=positive, default=1.0, metavar="H", help="hours of job arrivals (default 1)")
     parser.add_argument("--seed", type=int, default=1, metavar="S", help="random seed (default 1)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    parser.add_argument("--start", type=float, default=1_700_000_000.0, metavar="EPOCH",
-                        help="epoch seconds of the first moment simulated (default 1700000000)")
+    parser.add_argument(
+        "--start",
+        type=float,
+        default=1_700_000_000.0,
+        metavar="EPOCH",
+        help="epoch seconds of the first moment simulated (default 1700000000)",
+    )
     parser.add_argument("--trace", choices=("fb2009", "fb2010"), default="fb2010", help="SWIM job mix (fb2010)")
-    parser.add_argument("--ganglia", nargs="+", default=None, metavar="MODE",
-                        help="rrd (default; not with --live) | gmond HOST:PORT | none; ganglia/samples.jsonl is "
-                             "always written")
+    parser.add_argument(
+        "--ganglia",
+        nargs="+",
+        default=None,
+        metavar="MODE",
+        help="rrd (default; not with --live) | gmond HOST:PORT | none; ganglia/samples.jsonl is always written",
+    )
     parser.add_argument("--cluster", default="hadoop", help="Ganglia cluster name (default hadoop)")
-    parser.add_argument("--anomalies-per-hour", type=non_negative, default=4.0, metavar="X",
-                        help="planted anomalies of each kind per simulated hour (default 4; at least 1 unless 0)")
-    parser.add_argument("--log-format", choices=("hadoop2", "hadoop3"), default="hadoop2",
-                        help="reduce-log INFO lines of Hadoop 2.x (default) or 3.x (fewer fetcher lines)")
+    parser.add_argument(
+        "--anomalies-per-hour",
+        type=non_negative,
+        default=4.0,
+        metavar="X",
+        help="planted anomalies of each kind per simulated hour (default 4; at least 1 unless 0)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("hadoop2", "hadoop3"),
+        default="hadoop2",
+        help="reduce-log INFO lines of Hadoop 2.x (default) or 3.x (fewer fetcher lines)",
+    )
     parser.add_argument("--force", action="store_true", help="replace an earlier simulation's output in DIR")
     progress = parser.add_mutually_exclusive_group()
     progress.add_argument(
@@ -48,16 +66,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
     live = parser.add_argument_group("live cluster (--live)")
-    live.add_argument("--live", action="store_true",
-                      help="play a compressed scenario on the wall clock (logs appended as time passes, Ganglia "
-                           "rounds sent to gmond), starting now; --hours and --start do not apply")
+    live.add_argument(
+        "--live",
+        action="store_true",
+        help="play a compressed scenario on the wall clock (logs appended as time passes, Ganglia "
+        "rounds sent to gmond), starting now; --hours and --start do not apply",
+    )
     live.add_argument("--minutes", type=positive, default=60.0, metavar="M", help="length of the live scenario (60)")
-    live.add_argument("--showcase-every", type=non_negative, default=600.0, metavar="S",
-                      help="plant the showcase (one job per anomaly kind) at the start and every S seconds "
-                           "(default 600; 0: only at the start)")
+    live.add_argument(
+        "--showcase-every",
+        type=non_negative,
+        default=600.0,
+        metavar="S",
+        help="plant the showcase (one job per anomaly kind) at the start and every S seconds "
+        "(default 600; 0: only at the start)",
+    )
     live.add_argument("--step", type=positive, default=5.0, metavar="S", help="seconds between Ganglia rounds (5)")
-    live.add_argument("--keep", type=positive, default=0.25, metavar="F",
-                      help="fraction of the SWIM jobs kept as background load (default 0.25)")
+    live.add_argument(
+        "--keep",
+        type=positive,
+        default=0.25,
+        metavar="F",
+        help="fraction of the SWIM jobs kept as background load (default 0.25)",
+    )
 
 
 def _ganglia_mode(values: list[str]) -> tuple[str, str | None]:
@@ -88,8 +119,15 @@ def run(args: argparse.Namespace) -> int:
         return _live(args, mode, gmond)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     cfg = SimConfig(
-        nodes=args.nodes, hours=args.hours, seed=args.seed, start=args.start, trace=args.trace, cluster=args.cluster,
-        anomalies_per_hour=args.anomalies_per_hour, log_format=args.log_format, progress=show,
+        nodes=args.nodes,
+        hours=args.hours,
+        seed=args.seed,
+        start=args.start,
+        trace=args.trace,
+        cluster=args.cluster,
+        anomalies_per_hour=args.anomalies_per_hour,
+        log_format=args.log_format,
+        progress=show,
     )
     try:
         summary = simulate(cfg, args.out, ganglia=mode, gmond=gmond)
@@ -119,20 +157,30 @@ def _live(args: argparse.Namespace, mode: str, gmond: str | None) -> int:
 
     if args.keep > 1:
         raise CommandError("--keep is a fraction of the SWIM jobs, at most 1")
-    cfg = live.live_config(nodes=args.nodes, minutes=args.minutes, seed=args.seed, sample_step=args.step,
-                           trace=args.trace, cluster=args.cluster, log_format=args.log_format)
+    cfg = live.live_config(
+        nodes=args.nodes,
+        minutes=args.minutes,
+        seed=args.seed,
+        sample_step=args.step,
+        trace=args.trace,
+        cluster=args.cluster,
+        log_format=args.log_format,
+    )
     try:
         summary = live.plan(cfg, args.out, showcase_every=args.showcase_every, keep=args.keep)
     except ValueError as err:
         raise CommandError(f"simulate: {err}") from None
     with open(os.path.join(args.out, "ground_truth.json"), encoding="utf-8") as handle:
         truth = json.load(handle)
-    player = live.Player(os.path.join(args.out, live.PLAN), args.out, gmond=gmond if mode == "gmond" else None,
-                         cluster=args.cluster)
+    player = live.Player(
+        os.path.join(args.out, live.PLAN), args.out, gmond=gmond if mode == "gmond" else None, cluster=args.cluster
+    )
     say = _say
     when = time.strftime("%H:%M:%S", time.gmtime(cfg.start))
-    say(f"simulate --live: {summary['jobs']} jobs on {args.nodes} nodes planned in {summary['seconds']} s; playing "
-        f"from {when} UTC for {args.minutes:g} min into {args.out} (Ganglia: {gmond if mode == 'gmond' else 'none'})")
+    say(
+        f"simulate --live: {summary['jobs']} jobs on {args.nodes} nodes planned in {summary['seconds']} s; playing "
+        f"from {when} UTC for {args.minutes:g} min into {args.out} (Ganglia: {gmond if mode == 'gmond' else 'none'})"
+    )
     for line in live.describe(truth, cfg.start):
         say(f"  planted {line}")
 
@@ -145,8 +193,10 @@ def _live(args: argparse.Namespace, mode: str, gmond: str | None) -> int:
     def report() -> None:  # one progress line a minute, for the log
         while not done.wait(60.0):
             st = player.stats
-            say(f"simulate --live: +{time.time() - cfg.start:.0f}s: {st.lines} log lines in {st.files} files, "
-                f"{st.rounds} Ganglia rounds")
+            say(
+                f"simulate --live: +{time.time() - cfg.start:.0f}s: {st.lines} log lines in {st.files} files, "
+                f"{st.rounds} Ganglia rounds"
+            )
 
     threading.Thread(target=report, daemon=True).start()
     try:
@@ -159,8 +209,10 @@ def _live(args: argparse.Namespace, mode: str, gmond: str | None) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     finished = "finished" if time.time() >= player.end else "stopped"
-    say(f"simulate --live: {finished} after {max(0.0, time.time() - cfg.start):.0f} s: {stats.lines} log lines in "
-        f"{stats.files} files, {stats.rounds} Ganglia rounds ({stats.skipped_rounds} skipped, late)")
+    say(
+        f"simulate --live: {finished} after {max(0.0, time.time() - cfg.start):.0f} s: {stats.lines} log lines in "
+        f"{stats.files} files, {stats.rounds} Ganglia rounds ({stats.skipped_rounds} skipped, late)"
+    )
     return 0
 
 

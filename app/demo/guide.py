@@ -48,8 +48,9 @@ def expected_alerts(truth: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         knowable = float(a.get("knowable_at") or a.get("job_end") or a.get("ts") or a.get("end") or 0.0)
         task = a.get("task_id") if kind in ("slow_pull", "unbalancing_reducer") else None
-        out.append({"kind": kind, "rule": rule, "job_id": a["job_id"], "task_id": task, "view": view,
-                    "at": knowable + LATENCY})
+        out.append(
+            {"kind": kind, "rule": rule, "job_id": a["job_id"], "task_id": task, "view": view, "at": knowable + LATENCY}
+        )
     return sorted(out, key=lambda e: e["at"])
 
 
@@ -61,32 +62,44 @@ def look_for(truth: dict[str, Any], url: str, start: float) -> list[str]:
     when = {e["kind"]: e["at"] - start for e in expected_alerts(truth)}
     if (a := _first(truth, "queued_output")) is not None:
         out.append(f"Queuing     {url}/queuing")
-        out.append(f"            {a['job_id']} keeps {a['peak_queued_bytes'] / MIB:.0f} MiB of map output waiting for "
-                   f"{a['held_for']:.0f} s before its reducers fetch it (Q4 from about +{a['start'] - start:.0f} s; "
-                   f"alert HeldMapOutput once held 3 minutes, about +{when['queued_output']:.0f} s)")
+        out.append(
+            f"            {a['job_id']} keeps {a['peak_queued_bytes'] / MIB:.0f} MiB of map output waiting for "
+            f"{a['held_for']:.0f} s before its reducers fetch it (Q4 from about +{a['start'] - start:.0f} s; "
+            f"alert HeldMapOutput once held 3 minutes, about +{when['queued_output']:.0f} s)"
+        )
     if (a := _first(truth, "slow_pull")) is not None:
         out.append(f"Stragglers  {url}/stragglers?task={quote(a['task_id'])}")
-        out.append(f"            reducer {a['task_id']}: one shuffle pull from {a['host']} takes {a['period']:.1f} s "
-                   f"against {a['mean_before']:.2f} s before it (Q3; alert ShufflePullStall about "
-                   f"+{when['slow_pull']:.0f} s)")
+        out.append(
+            f"            reducer {a['task_id']}: one shuffle pull from {a['host']} takes {a['period']:.1f} s "
+            f"against {a['mean_before']:.2f} s before it (Q3; alert ShufflePullStall about "
+            f"+{when['slow_pull']:.0f} s)"
+        )
     if (a := _first(truth, "skewed_mapper")) is not None:
         out.append(f"Jobs        {url}/jobs?job_detail={quote(a['job_id'])}")
-        out.append(f"            straggling mapper {a['task_id']}: {a['duration']:.0f} s against a median of "
-                   f"{a['median']:.0f} s in {a['job_id']} (Q1 once the job ends; alert MapperSkew about "
-                   f"+{when['skewed_mapper']:.0f} s)")
+        out.append(
+            f"            straggling mapper {a['task_id']}: {a['duration']:.0f} s against a median of "
+            f"{a['median']:.0f} s in {a['job_id']} (Q1 once the job ends; alert MapperSkew about "
+            f"+{when['skewed_mapper']:.0f} s)"
+        )
     if (a := _first(truth, "skewed_reducer")) is not None:
-        out.append(f"            straggling reducer {a['task_id']}: {a['duration']:.0f} s against a median of "
-                   f"{a['median']:.0f} s (Q2, job {a['job_id']}; alert ReducerSkew about "
-                   f"+{when['skewed_reducer']:.0f} s)")
+        out.append(
+            f"            straggling reducer {a['task_id']}: {a['duration']:.0f} s against a median of "
+            f"{a['median']:.0f} s (Q2, job {a['job_id']}; alert ReducerSkew about "
+            f"+{when['skewed_reducer']:.0f} s)"
+        )
     if (a := _first(truth, "unbalancing_reducer")) is not None:
         out.append(f"Imbalance   {url}/imbalance?task={quote(a['task_id'])}")
-        out.append(f"            reducer {a['task_id']} on {a['host']} drives its host far above the cluster's load "
-                   f"(std-dev up to {a['load_std_max_during']}, threshold {a['threshold']}) from "
-                   f"+{a['start'] - start:.0f} s to +{a['end'] - start:.0f} s (Q7; alert UnbalancingReducer about "
-                   f"+{when['unbalancing_reducer']:.0f} s)")
+        out.append(
+            f"            reducer {a['task_id']} on {a['host']} drives its host far above the cluster's load "
+            f"(std-dev up to {a['load_std_max_during']}, threshold {a['threshold']}) from "
+            f"+{a['start'] - start:.0f} s to +{a['end'] - start:.0f} s (Q7; alert UnbalancingReducer about "
+            f"+{when['unbalancing_reducer']:.0f} s)"
+        )
     out.append(f"Alerts      {url}/alerts   (and Overview {url}/ , Queries {url}/queries)")
-    out.append("            the open alerts by job and reducer, warning or worse, each with its rule and evidence; "
-               "Alertmanager's state beside them")
+    out.append(
+        "            the open alerts by job and reducer, warning or worse, each with its rule and evidence; "
+        "Alertmanager's state beside them"
+    )
     return out
 
 
@@ -94,16 +107,22 @@ def look_for(truth: dict[str, Any], url: str, start: float) -> list[str]:
 #: application starts, in seconds: its JVM start, the stage's run, the collector's poll and the service).
 SPARK_PROBLEMS = (
     ("a stage spilling well over a GiB of execution memory (the demo-spill job)", "StageSpill", 60),
-    ("a skewed groupBy whose hot key's task runs about three minutes (the demo-skew job)",
-     "TaskStraggler and StageSkew", 240),
+    (
+        "a skewed groupBy whose hot key's task runs about three minutes (the demo-skew job)",
+        "TaskStraggler and StageSkew",
+        240,
+    ),
 )
 
 
 def spark_look_for(url: str) -> list[str]:
     """Lines naming the Spark application's planted problems, the view that shows them and the alerts they raise."""
     where = f"{url.rstrip('/')}/spark" if url else "the Spark view"
-    return [f"Spark: {what}: {where} -- alert {rules}, about {at // 60} min {at % 60:02d} s after the Spark "
-            f"application starts" for what, rules, at in SPARK_PROBLEMS]
+    return [
+        f"Spark: {what}: {where} -- alert {rules}, about {at // 60} min {at % 60:02d} s after the Spark "
+        f"application starts"
+        for what, rules, at in SPARK_PROBLEMS
+    ]
 
 
 def store_counts(store: Path) -> tuple[dict[str, int], dict[str, int]]:
@@ -153,5 +172,7 @@ def status_line(elapsed: float, store: Path, metrics_url: str, open_alerts: dict
     late = f", {live['hcep_late_events_total']:.0f} late" if live.get("hcep_late_events_total") else ""
     urgent, info = split_open(open_alerts)
     minutes, seconds = divmod(int(elapsed), 60)
-    return (f"[+{minutes}:{seconds:02d}] {events}{late}; matches: {found}; open alerts: {urgent} warning or worse, "
-            f"{info} info")
+    return (
+        f"[+{minutes}:{seconds:02d}] {events}{late}; matches: {found}; open alerts: {urgent} warning or worse, "
+        f"{info} info"
+    )

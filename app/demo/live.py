@@ -194,8 +194,10 @@ class Demo:
             raise Stop(self.stopping)
         child = self.sup.failed()
         if child is not None:
-            raise Failed(f"the {child.title} ({child.name}, pid {child.pid}) exited with status {child.poll()}; "
-                         f"its log ({child.log}) ends:\n{_indent(child.tail())}")
+            raise Failed(
+                f"the {child.title} ({child.name}, pid {child.pid}) exited with status {child.poll()}; "
+                f"its log ({child.log}) ends:\n{_indent(child.tail())}"
+            )
 
     def _wait(self, what: str, ready: Callable[[], bool], timeout: float | None = None) -> None:
         deadline = time.monotonic() + (timeout or self.opts.start_timeout)
@@ -216,8 +218,13 @@ class Demo:
     def _hcep(self, name: str, title: str, *args: str, may_finish: bool = False, module: str = "app.cli") -> Child:
         """Start ``python -m MODULE ARGS`` (``hcep ARGS`` by default; a leading ``-`` in ARGS is dropped)."""
         argv = list(args[1:] if args and args[0] == "-" else args)
-        child = Child(name, [sys.executable, "-m", module, *argv], self.layout.logs / f"{name}.log", title=title,
-                      may_finish=may_finish)
+        child = Child(
+            name,
+            [sys.executable, "-m", module, *argv],
+            self.layout.logs / f"{name}.log",
+            title=title,
+            may_finish=may_finish,
+        )
         self.sup.start(child, env=self.env, cwd=str(ROOT))
         return child
 
@@ -236,16 +243,32 @@ class Demo:
     def start(self) -> None:
         o, lay = self.opts, self.layout
         self._daemon(services.kafka(o.kafka_dir, o.kafka_port, o.zk_port, lay.logs / "kafka.log"), 1, self.bootstrap)
-        self._daemon(services.ganglia(lay.ganglia, CLUSTER, o.gmond_port, o.gmetad_port, o.gmetad_interactive_port,
-                                      o.step, lay.logs / "ganglia.log", owner_pid=os.getpid()),
-                     2, f"{LOOPBACK}:{o.gmond_port} (gmetad :{o.gmetad_port}), cluster '{CLUSTER}'")
+        self._daemon(
+            services.ganglia(
+                lay.ganglia,
+                CLUSTER,
+                o.gmond_port,
+                o.gmetad_port,
+                o.gmetad_interactive_port,
+                o.step,
+                lay.logs / "ganglia.log",
+                owner_pid=os.getpid(),
+            ),
+            2,
+            f"{LOOPBACK}:{o.gmond_port} (gmetad :{o.gmetad_port}), cluster '{CLUSTER}'",
+        )
 
         pack = _pack_settings(o.pack)
         t = self._step(3, "streaming service (hcep run, the Hadoop pack), its alert webhook and Alertmanager")
         self.receiver = Receiver(lay.root / "alerts.jsonl", self.say)
         hook = self.receiver.start()
-        manager = services.alertmanager(lay.alertmanager, o.alertmanager_port, self.receiver.alertmanager_url,
-                                        lay.logs / "alertmanager.log", owner_pid=os.getpid())
+        manager = services.alertmanager(
+            lay.alertmanager,
+            o.alertmanager_port,
+            self.receiver.alertmanager_url,
+            lay.logs / "alertmanager.log",
+            owner_pid=os.getpid(),
+        )
         self.daemons.append(manager)
         try:
             reused = not manager.start(timeout=o.start_timeout)
@@ -254,12 +277,32 @@ class Demo:
         self._check()
         # hcep run delivers every alert transition twice: to the receiver's webhook (the outbox) and to Alertmanager
         # (re-sent while firing), which notifies the same receiver per group and serves the dashboard's Alerts view.
-        self._hcep("run", "streaming service (hcep run)", "run", "--pack", str(o.pack), "--bootstrap", self.bootstrap,
-                   "--topics", self.topics["hadoop"], "--broadcast", self.topics["ganglia"],
-                   "--matches-topic", self.topics["matches"], "--group", f"hcep-demo-{self.run_id}",
-                   "--data-dir", str(lay.service), "--metrics-port", str(o.metrics_port),
-                   "--allowed-lateness", f"{o.allowed_lateness:g}", "--alertmanager", self.alertmanager_url,
-                   *[arg for name in sorted(pack["webhooks"]) for arg in ("--webhook", f"{name}={hook}")])
+        self._hcep(
+            "run",
+            "streaming service (hcep run)",
+            "run",
+            "--pack",
+            str(o.pack),
+            "--bootstrap",
+            self.bootstrap,
+            "--topics",
+            self.topics["hadoop"],
+            "--broadcast",
+            self.topics["ganglia"],
+            "--matches-topic",
+            self.topics["matches"],
+            "--group",
+            f"hcep-demo-{self.run_id}",
+            "--data-dir",
+            str(lay.service),
+            "--metrics-port",
+            str(o.metrics_port),
+            "--allowed-lateness",
+            f"{o.allowed_lateness:g}",
+            "--alertmanager",
+            self.alertmanager_url,
+            *[arg for name in sorted(pack["webhooks"]) for arg in ("--webhook", f"{name}={hook}")],
+        )
         store = lay.service / "hcep.sqlite"
         spark_store = lay.spark_service / "hcep.sqlite"
         if o.spark:
@@ -267,52 +310,146 @@ class Demo:
             # receiver and Alertmanager.  (One service runs one pack, and one pack has one tick: the Spark pack's
             # millisecond would turn each 7.5 s Ganglia interval into 15,001 points for the Hadoop pack.)
             spark_hooks = _pack_settings(o.spark_pack)["webhooks"]
-            self._hcep("run-spark", "Spark pack's streaming service (hcep run)", "run", "--pack", str(o.spark_pack),
-                       "--bootstrap", self.bootstrap, "--topics", self.topics["spark"], "--broadcast", "",
-                       "--matches-topic", self.topics["spark_matches"], "--group", f"hcep-demo-{self.run_id}-spark",
-                       "--instance", "spark-0", "--data-dir", str(lay.spark_service),
-                       "--metrics-port", str(o.spark_metrics_port), "--alertmanager", self.alertmanager_url,
-                       *[arg for name in sorted(spark_hooks) for arg in ("--webhook", f"{name}={hook}")])
+            self._hcep(
+                "run-spark",
+                "Spark pack's streaming service (hcep run)",
+                "run",
+                "--pack",
+                str(o.spark_pack),
+                "--bootstrap",
+                self.bootstrap,
+                "--topics",
+                self.topics["spark"],
+                "--broadcast",
+                "",
+                "--matches-topic",
+                self.topics["spark_matches"],
+                "--group",
+                f"hcep-demo-{self.run_id}-spark",
+                "--instance",
+                "spark-0",
+                "--data-dir",
+                str(lay.spark_service),
+                "--metrics-port",
+                str(o.spark_metrics_port),
+                "--alertmanager",
+                self.alertmanager_url,
+                *[arg for name in sorted(spark_hooks) for arg in ("--webhook", f"{name}={hook}")],
+            )
         self._wait("hcep run (metrics endpoint and store)", lambda: store.exists() and _answers(self.metrics_url))
         if o.spark:
-            self._wait("hcep run with the Spark pack (metrics endpoint and store)",
-                       lambda: spark_store.exists() and _answers(self.spark_metrics_url))
-        spark_text = f"; the Spark pack's: metrics {self.spark_metrics_url}, store {_short(spark_store)}" \
-            if o.spark else ""
-        self._done(t, f"metrics {self.metrics_url}, store {_short(store)}, alerts to {hook}; Alertmanager "
-                      f"{self.alertmanager_url}{' (reused)' if reused else ''} notifying the same receiver"
-                      f"{spark_text}")
+            self._wait(
+                "hcep run with the Spark pack (metrics endpoint and store)",
+                lambda: spark_store.exists() and _answers(self.spark_metrics_url),
+            )
+        spark_text = (
+            f"; the Spark pack's: metrics {self.spark_metrics_url}, store {_short(spark_store)}" if o.spark else ""
+        )
+        self._done(
+            t,
+            f"metrics {self.metrics_url}, store {_short(store)}, alerts to {hook}; Alertmanager "
+            f"{self.alertmanager_url}{' (reused)' if reused else ''} notifying the same receiver"
+            f"{spark_text}",
+        )
 
         t = self._step(4, "collectors publishing to Kafka (Hadoop logs, Ganglia)")
         threshold = pack["imbalance_threshold"]
         hadoop_dir = lay.cluster / "hadoop"  # made by the simulator; the collector picks it up when it appears
-        self._hcep("collect-hadoop", "Hadoop log collector", "collect", "hadoop", str(hadoop_dir), "--follow",
-                   "--kafka", self.bootstrap, "--topic", self.topics["hadoop"],
-                   "--state", str(lay.state / "collect-hadoop.json"), "--out", str(lay.events / "hadoop.jsonl"),
-                   "--deadletter", str(lay.events / "hadoop.deadletter"), "--no-progress")
-        self._hcep("collect-ganglia", "Ganglia collector", "collect", "ganglia",
-                   "--gmond", f"{LOOPBACK}:{o.gmond_port}", "--interval", str(o.step), "--delta", f"{o.step / 2:g}",
-                   "--cluster", CLUSTER,
-                   "--threshold", f"{threshold:g}", "--kafka", self.bootstrap, "--topic", self.topics["ganglia"],
-                   "--out", str(lay.events / "ganglia.jsonl"))
+        self._hcep(
+            "collect-hadoop",
+            "Hadoop log collector",
+            "collect",
+            "hadoop",
+            str(hadoop_dir),
+            "--follow",
+            "--kafka",
+            self.bootstrap,
+            "--topic",
+            self.topics["hadoop"],
+            "--state",
+            str(lay.state / "collect-hadoop.json"),
+            "--out",
+            str(lay.events / "hadoop.jsonl"),
+            "--deadletter",
+            str(lay.events / "hadoop.deadletter"),
+            "--no-progress",
+        )
+        self._hcep(
+            "collect-ganglia",
+            "Ganglia collector",
+            "collect",
+            "ganglia",
+            "--gmond",
+            f"{LOOPBACK}:{o.gmond_port}",
+            "--interval",
+            str(o.step),
+            "--delta",
+            f"{o.step / 2:g}",
+            "--cluster",
+            CLUSTER,
+            "--threshold",
+            f"{threshold:g}",
+            "--kafka",
+            self.bootstrap,
+            "--topic",
+            self.topics["ganglia"],
+            "--out",
+            str(lay.events / "ganglia.jsonl"),
+        )
         if o.spark:
-            self._hcep("collect-spark", "Spark event-log collector", "collect", "spark", str(lay.spark), "--follow",
-                       "--kafka", self.bootstrap, "--topic", self.topics["spark"],
-                       "--state", str(lay.state / "collect-spark.json"), "--out", str(lay.events / "spark.jsonl"),
-                       "--deadletter", str(lay.events / "spark.deadletter"), "--no-progress")
+            self._hcep(
+                "collect-spark",
+                "Spark event-log collector",
+                "collect",
+                "spark",
+                str(lay.spark),
+                "--follow",
+                "--kafka",
+                self.bootstrap,
+                "--topic",
+                self.topics["spark"],
+                "--state",
+                str(lay.state / "collect-spark.json"),
+                "--out",
+                str(lay.events / "spark.jsonl"),
+                "--deadletter",
+                str(lay.events / "spark.deadletter"),
+                "--no-progress",
+            )
         # They connect to the broker first (and exit 1 when they cannot): give them a moment to prove it.
         settle = time.monotonic() + 3.0
         self._wait("the collectors", lambda: time.monotonic() > settle)
         spark_topic = f", {self.topics['spark']}" if o.spark else ""
-        self._done(t, f"topics {self.topics['hadoop']}, {self.topics['ganglia']}{spark_topic}; copies in "
-                      f"{_short(lay.events)}")
+        self._done(
+            t, f"topics {self.topics['hadoop']}, {self.topics['ganglia']}{spark_topic}; copies in {_short(lay.events)}"
+        )
 
         t = self._step(5, f"simulated Hadoop cluster, live ({o.nodes} nodes)")
-        self._hcep("simulate", "simulated cluster (hcep simulate --live)", "simulate", "--live", "--out",
-                   str(lay.cluster), "--nodes", str(o.nodes), "--seed", str(o.seed), "--minutes",
-                   f"{o.minutes:g}", "--showcase-every", f"{o.showcase_every:g}", "--step", str(o.step),
-                   "--cluster", CLUSTER, "--ganglia", "gmond", f"{LOOPBACK}:{o.gmond_port}", "--no-progress",
-                   may_finish=True)
+        self._hcep(
+            "simulate",
+            "simulated cluster (hcep simulate --live)",
+            "simulate",
+            "--live",
+            "--out",
+            str(lay.cluster),
+            "--nodes",
+            str(o.nodes),
+            "--seed",
+            str(o.seed),
+            "--minutes",
+            f"{o.minutes:g}",
+            "--showcase-every",
+            f"{o.showcase_every:g}",
+            "--step",
+            str(o.step),
+            "--cluster",
+            CLUSTER,
+            "--ganglia",
+            "gmond",
+            f"{LOOPBACK}:{o.gmond_port}",
+            "--no-progress",
+            may_finish=True,
+        )
         truth_file = lay.cluster / "ground_truth.json"
         self._wait("the simulator's plan", truth_file.exists)
         self.truth = json.loads(truth_file.read_text(encoding="utf-8"))
@@ -320,21 +457,53 @@ class Demo:
         spark_text = ""
         if o.spark:
             # Not waited for: its JVM comes up while the rest starts; its problems show minutes later anyway.
-            self._hcep("spark-app", "Spark application (app.demo.spark_app)", "-", "--log-dir", str(lay.spark),
-                       "--every", f"{o.showcase_every:g}", module="app.demo.spark_app")
+            self._hcep(
+                "spark-app",
+                "Spark application (app.demo.spark_app)",
+                "-",
+                "--log-dir",
+                str(lay.spark),
+                "--every",
+                f"{o.showcase_every:g}",
+                module="app.demo.spark_app",
+            )
             spark_text = f"; a PySpark application (local[2]) logging to {_short(lay.spark)}"
-        self._done(t, f"{self.truth['jobs']} jobs over {o.minutes:g} min from "
-                      f"{time.strftime('%H:%M:%S', time.gmtime(start))} UTC; logs in {_short(lay.cluster / 'hadoop')}"
-                      f"{spark_text}")
+        self._done(
+            t,
+            f"{self.truth['jobs']} jobs over {o.minutes:g} min from "
+            f"{time.strftime('%H:%M:%S', time.gmtime(start))} UTC; logs in {_short(lay.cluster / 'hadoop')}"
+            f"{spark_text}",
+        )
 
         if o.dashboard:
             t = self._step(6, "dashboard (hcep dashboard)")
-            spark_args = ["--store", str(spark_store), "--pack", str(o.pack), "--pack", str(o.spark_pack)] \
-                if o.spark else []
-            self._hcep("dashboard", "dashboard (hcep dashboard)", "dashboard", "--store", str(store), *spark_args,
-                       "--data", str(lay.events), "--metrics", self.metrics_url, "--logs", str(hadoop_dir),
-                       "--acks", str(lay.root / "dashboard_acks.json"), "--port", str(o.dashboard_port),
-                       "--refresh", f"{o.refresh:g}", "--host", LOOPBACK, "--alertmanager", self.alertmanager_url)
+            spark_args = (
+                ["--store", str(spark_store), "--pack", str(o.pack), "--pack", str(o.spark_pack)] if o.spark else []
+            )
+            self._hcep(
+                "dashboard",
+                "dashboard (hcep dashboard)",
+                "dashboard",
+                "--store",
+                str(store),
+                *spark_args,
+                "--data",
+                str(lay.events),
+                "--metrics",
+                self.metrics_url,
+                "--logs",
+                str(hadoop_dir),
+                "--acks",
+                str(lay.root / "dashboard_acks.json"),
+                "--port",
+                str(o.dashboard_port),
+                "--refresh",
+                f"{o.refresh:g}",
+                "--host",
+                LOOPBACK,
+                "--alertmanager",
+                self.alertmanager_url,
+            )
             self._wait("the dashboard", lambda: _answers(self.url + "_stcore/health"))
             self._done(t, self.url)
         t = self._step(7, "all up")
@@ -343,13 +512,25 @@ class Demo:
 
     def _write_info(self) -> None:
         info = {
-            "run_id": self.run_id, "pid": os.getpid(), "dir": str(self.layout.root),
-            "url": self.url if self.opts.dashboard else None, "metrics": self.metrics_url,
-            "bootstrap": self.bootstrap, "topics": self.topics, "store": str(self.layout.service / "hcep.sqlite"),
-            "spark": {"store": str(self.layout.spark_service / "hcep.sqlite"), "metrics": self.spark_metrics_url,
-                      "event_logs": str(self.layout.spark)} if self.opts.spark else None,
-            "cluster": str(self.layout.cluster), "events": str(self.layout.events),
-            "webhook": self.receiver.url if self.receiver else None, "alertmanager": self.alertmanager_url,
+            "run_id": self.run_id,
+            "pid": os.getpid(),
+            "dir": str(self.layout.root),
+            "url": self.url if self.opts.dashboard else None,
+            "metrics": self.metrics_url,
+            "bootstrap": self.bootstrap,
+            "topics": self.topics,
+            "store": str(self.layout.service / "hcep.sqlite"),
+            "spark": {
+                "store": str(self.layout.spark_service / "hcep.sqlite"),
+                "metrics": self.spark_metrics_url,
+                "event_logs": str(self.layout.spark),
+            }
+            if self.opts.spark
+            else None,
+            "cluster": str(self.layout.cluster),
+            "events": str(self.layout.events),
+            "webhook": self.receiver.url if self.receiver else None,
+            "alertmanager": self.alertmanager_url,
             "children": {c.name: c.pid for c in self.sup.children},
             "daemons": {d.name: {"started": d.started, **d.info} for d in self.daemons},
             "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self.opts).items()},
@@ -367,11 +548,16 @@ class Demo:
             self.say(f"Dashboard: {self.url}")
         else:
             lay = self.layout
-            self.say(f"Dashboard: not started (--no-dashboard); to look: hcep dashboard --store "
-                     f"{_short(lay.service / 'hcep.sqlite')} --data {_short(lay.events)} --metrics {self.metrics_url} "
-                     f"--logs {_short(lay.cluster / 'hadoop')}")
-        self.say("What to look for (planted in the first seconds of the cluster"
-                 + (f", and again every {o.showcase_every / 60:g} min" if o.showcase_every else "") + "):")
+            self.say(
+                f"Dashboard: not started (--no-dashboard); to look: hcep dashboard --store "
+                f"{_short(lay.service / 'hcep.sqlite')} --data {_short(lay.events)} --metrics {self.metrics_url} "
+                f"--logs {_short(lay.cluster / 'hadoop')}"
+            )
+        self.say(
+            "What to look for (planted in the first seconds of the cluster"
+            + (f", and again every {o.showcase_every / 60:g} min" if o.showcase_every else "")
+            + "):"
+        )
         for line in guide.look_for(self.truth, self.url if o.dashboard else "", start):
             self.say("  " + line)
         if o.spark:
@@ -396,8 +582,19 @@ class Demo:
 
     def shutdown(self) -> None:
         grace = 3.0 if self.stopping == "force" else 20.0
-        self.sup.stop_all(grace=grace, order=("dashboard", "simulate", "spark-app", "collect-hadoop", "collect-ganglia",
-                                              "collect-spark", "run", "run-spark"))
+        self.sup.stop_all(
+            grace=grace,
+            order=(
+                "dashboard",
+                "simulate",
+                "spark-app",
+                "collect-hadoop",
+                "collect-ganglia",
+                "collect-spark",
+                "run",
+                "run-spark",
+            ),
+        )
         if self.receiver is not None:
             self.receiver.stop()
         if any(d.name == "kafka" and d.info for d in self.daemons):  # the broker came up: this run's topics exist
@@ -415,8 +612,10 @@ class Demo:
         pid_file = self.layout.root / "demo.pid"
         other = _running_demo(pid_file)
         if other is not None:
-            self.say(f"demo: error: another hcep demo (pid {other}) is using {_short(self.layout.root)}: stop it "
-                     f"first (Ctrl-C in its terminal, or kill -INT {other}) or give this one another --dir and ports")
+            self.say(
+                f"demo: error: another hcep demo (pid {other}) is using {_short(self.layout.root)}: stop it "
+                f"first (Ctrl-C in its terminal, or kill -INT {other}) or give this one another --dir and ports"
+            )
             return 1
         pid_file.write_text(f"{os.getpid()}\n", encoding="utf-8")
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -443,8 +642,11 @@ class Demo:
             matches, open_alerts = guide.store_counts(store) if store.exists() else ({}, {})
             if matches:
                 urgent, info = guide.split_open(open_alerts)
-                self.say("demo: matches found: " + ", ".join(f"{q} {n}" for q, n in matches.items())
-                         + f"; alerts open at the end: {urgent} warning or worse, {info} info")
+                self.say(
+                    "demo: matches found: "
+                    + ", ".join(f"{q} {n}" for q, n in matches.items())
+                    + f"; alerts open at the end: {urgent} warning or worse, {info} info"
+                )
         self.say(f"demo: {'stopped' if code == 0 else 'failed'}; files kept in {_short(self.layout.root)}")
         return code
 
@@ -478,10 +680,14 @@ def _pack_settings(pack: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(pack.read_text(encoding="utf-8")) or {}
         out["imbalance_threshold"] = float((data.get("settings") or {}).get("imbalance_threshold", 1.0))
-        names = {str(rule["webhook"]) for rule in data.get("alerts") or []
-                 if isinstance(rule, dict) and rule.get("webhook")}
-        names |= {str(q["alert"]["webhook"]) for q in data.get("queries") or []  # the older per-query shorthand
-                  if isinstance(q, dict) and isinstance(q.get("alert"), dict) and q["alert"].get("webhook")}
+        names = {
+            str(rule["webhook"]) for rule in data.get("alerts") or [] if isinstance(rule, dict) and rule.get("webhook")
+        }
+        names |= {
+            str(q["alert"]["webhook"])
+            for q in data.get("queries") or []  # the older per-query shorthand
+            if isinstance(q, dict) and isinstance(q.get("alert"), dict) and q["alert"].get("webhook")
+        }
         out["webhooks"] = names or out["webhooks"]
     except (OSError, ValueError, TypeError, AttributeError, KeyError, yaml.YAMLError):
         pass  # hcep run reports a bad pack itself

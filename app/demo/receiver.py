@@ -118,8 +118,10 @@ class Receiver:
                 group = ", ".join(f"{k}={v}" for k, v in sorted((payload.get("groupLabels") or {}).items()) if v)
                 names = sorted({str((a.get("labels") or {}).get("alertname", "?")) for a in alerts})
                 more = " (further ones are only counted)" if self.notifications == SHOWN_NOTIFICATIONS else ""
-                self.say(f"  Alertmanager notified {payload.get('status', '?')} {group or 'group'}: "
-                         f"{len(alerts)} alert(s) ({', '.join(names)}){more}")
+                self.say(
+                    f"  Alertmanager notified {payload.get('status', '?')} {group or 'group'}: "
+                    f"{len(alerts)} alert(s) ({', '.join(names)}){more}"
+                )
 
     def open_counts(self) -> dict[str, int]:
         """The alerts open now (their latest transition fired), per severity."""

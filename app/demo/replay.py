@@ -89,8 +89,10 @@ def _alerts(pack: Any, events: list[Any]) -> list[str]:
     transitions = list(judge(pack, events))
     if not transitions:
         names = ", ".join(rule.name for rule in rules)
-        text = (f"none: no record passes the gates of {names} (set for real clusters: enough tasks, minutes of "
-                "excess time, gigabytes held; a short trace rarely reaches them)")
+        text = (
+            f"none: no record passes the gates of {names} (set for real clusters: enough tasks, minutes of "
+            "excess time, gigabytes held; a short trace rarely reaches them)"
+        )
         return [*lines, *textwrap.wrap(text, WIDTH, initial_indent="    ", subsequent_indent="    ")]
     latest = {}
     for alert in transitions:

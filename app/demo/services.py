@@ -39,8 +39,9 @@ class Service:
     started: bool = False  #: True when the demo started it (and so stops it)
     info: dict[str, str] = field(default_factory=dict)  #: start.sh's KEY=VALUE lines
 
-    def _script(self, action: str, timeout: float,
-                extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    def _script(
+        self, action: str, timeout: float, extra_env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess:
         script = DEPLOY / self.name / f"{action}.sh"
         if not script.exists():
             raise ServiceError(f"{script} not found (is this a checkout of the hcep repository?)")
@@ -48,12 +49,21 @@ class Service:
         try:
             # A session of its own: Ctrl-C in the terminal must not kill a script half-way (the demo stops cleanly
             # after the step instead).
-            done = subprocess.run(["bash", str(script), *self.args], env=env, capture_output=True, text=True,
-                                  timeout=timeout, stdin=subprocess.DEVNULL, check=False, start_new_session=True)
+            done = subprocess.run(
+                ["bash", str(script), *self.args],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                check=False,
+                start_new_session=True,
+            )
         except subprocess.TimeoutExpired as err:
             self._log(action, "", f"timed out after {timeout:.0f} s\n{err.stderr or ''}")
-            raise ServiceError(f"deploy/{self.name}/{action}.sh did not finish in {timeout:.0f} s"
-                               f" (log: {self.log})") from None
+            raise ServiceError(
+                f"deploy/{self.name}/{action}.sh did not finish in {timeout:.0f} s (log: {self.log})"
+            ) from None
         self._log(action, done.stdout, done.stderr)
         return done
 
@@ -85,9 +95,21 @@ class Service:
         log = open(self.log, "ab") if self.log is not None else subprocess.DEVNULL  # noqa: SIM115 - closed below
         try:
             self._watcher = subprocess.Popen(
-                ["bash", "-c", loop, "hcep-demo-watch", str(owner_pid), str(DEPLOY / self.name / "stop.sh"),
-                 *self.args], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, **self.env}, start_new_session=True)
+                [
+                    "bash",
+                    "-c",
+                    loop,
+                    "hcep-demo-watch",
+                    str(owner_pid),
+                    str(DEPLOY / self.name / "stop.sh"),
+                    *self.args,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env},
+                start_new_session=True,
+            )
         finally:
             if log is not subprocess.DEVNULL:
                 log.close()
@@ -108,17 +130,32 @@ class Service:
 
 
 def kafka(run_dir: Path, port: int, zk_port: int, log: Path) -> Service:
-    return Service("kafka", "Kafka broker", ["--run-dir", str(run_dir), "--port", str(port), "--zk-port",
-                                             str(zk_port)], log=log)
+    return Service(
+        "kafka", "Kafka broker", ["--run-dir", str(run_dir), "--port", str(port), "--zk-port", str(zk_port)], log=log
+    )
 
 
-def ganglia(run_dir: Path, cluster: str, gmond_port: int, xml_port: int, interactive_port: int, step: int,
-            log: Path, owner_pid: int | None = None) -> Service:
+def ganglia(
+    run_dir: Path,
+    cluster: str,
+    gmond_port: int,
+    xml_port: int,
+    interactive_port: int,
+    step: int,
+    log: Path,
+    owner_pid: int | None = None,
+) -> Service:
     """gmond muted (it reports only what gmetric sends: the simulated nodes, not this machine) and gmetad polling it
     every ``step`` seconds."""
-    env = {"GANGLIA_RUN_DIR": str(run_dir), "GANGLIA_CLUSTER": cluster, "GMOND_PORT": str(gmond_port),
-           "GMETAD_XML_PORT": str(xml_port), "GMETAD_INTERACTIVE_PORT": str(interactive_port),
-           "GANGLIA_POLL_INTERVAL": str(step), "GANGLIA_MUTE": "1"}
+    env = {
+        "GANGLIA_RUN_DIR": str(run_dir),
+        "GANGLIA_CLUSTER": cluster,
+        "GMOND_PORT": str(gmond_port),
+        "GMETAD_XML_PORT": str(xml_port),
+        "GMETAD_INTERACTIVE_PORT": str(interactive_port),
+        "GANGLIA_POLL_INTERVAL": str(step),
+        "GANGLIA_MUTE": "1",
+    }
     # start.sh's watcher stops the daemons if the demo dies without cleaning up (only for daemons the demo starts).
     fresh = {"GANGLIA_OWNER_PID": str(owner_pid)} if owner_pid is not None else {}
     return Service("ganglia", "gmond and gmetad", [], env=env, log=log, fresh_env=fresh)

@@ -43,8 +43,15 @@ class Child:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as out:
             # start_new_session: a process group (and session) of its own, see the module docstring.
-            self.proc = subprocess.Popen(with_parent(self.argv), stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)
+            self.proc = subprocess.Popen(
+                with_parent(self.argv),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
         self.started_at = time.monotonic()
 
     @property

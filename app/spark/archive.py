@@ -38,15 +38,28 @@ NUMBER_ATTRS = ("period", "val", "size", "bytes", "mean", "threshold", "maps", "
 RETURN_STRINGS = ("job_id", "task_id")
 
 EVENT_SCHEMA = pa.schema(
-    [("batch", pa.string()), ("seq", pa.int64()), ("id", pa.string()), ("ts", pa.float64()), ("lo", pa.float64()),
-     ("hi", pa.float64())]
+    [
+        ("batch", pa.string()),
+        ("seq", pa.int64()),
+        ("id", pa.string()),
+        ("ts", pa.float64()),
+        ("lo", pa.float64()),
+        ("hi", pa.float64()),
+    ]
     + [(name, pa.string()) for name in STRING_ATTRS]
     + [(name, pa.float64()) for name in NUMBER_ATTRS]
     + [("attrs", pa.string()), ("date", pa.string()), ("type", pa.string())]
 )
 MATCH_SCHEMA = pa.schema(
-    [("batch", pa.string()), ("seq", pa.int64()), ("match", pa.string()), ("confidence", pa.float64()),
-     ("start", pa.float64()), ("end", pa.float64()), ("return", pa.string())]
+    [
+        ("batch", pa.string()),
+        ("seq", pa.int64()),
+        ("match", pa.string()),
+        ("confidence", pa.float64()),
+        ("start", pa.float64()),
+        ("end", pa.float64()),
+        ("return", pa.string()),
+    ]
     + [(name, pa.string()) for name in RETURN_STRINGS]
     + [("date", pa.string()), ("query", pa.string())]
 )
@@ -256,4 +269,3 @@ def read_table(root: str | os.PathLike[str], kind: str = EVENTS_DIR) -> pa.Table
         return table.sort_by([("batch", "ascending"), ("seq", "ascending")])
     except (pa.ArrowException, OSError, ValueError) as err:
         raise ArchiveError(f"{base}: unreadable archive: {str(err).splitlines()[0] if str(err) else err!r}") from None
-

@@ -63,8 +63,14 @@ BROADCAST_KEYLESS = 1_000_000
 def compile_plan(plan: QueryPlan) -> Any:
     from engine import compile_query
 
-    return compile_query(plan.query, name=plan.name, strategy=plan.strategy, output=plan.output,
-                         confidence=plan.confidence, tick=plan.tick)
+    return compile_query(
+        plan.query,
+        name=plan.name,
+        strategy=plan.strategy,
+        output=plan.output,
+        confidence=plan.confidence,
+        tick=plan.tick,
+    )
 
 
 def input_stats(parsed: DataFrame, attrs: Sequence[str]) -> InputStats:
@@ -72,8 +78,11 @@ def input_stats(parsed: DataFrame, attrs: Sequence[str]) -> InputStats:
     from pyspark.sql import functions as F
 
     valid = F.col("error").isNull()
-    aggs = [F.count(F.lit(1)).alias("n"), F.max(F.col("thi") - F.col("tlo")).alias("w"),
-            F.min(F.when(~valid, F.col("seq"))).alias("bad")]
+    aggs = [
+        F.count(F.lit(1)).alias("n"),
+        F.max(F.col("thi") - F.col("tlo")).alias("w"),
+        F.min(F.when(~valid, F.col("seq"))).alias("bad"),
+    ]
     aggs += [F.sum(F.col(key_column(a)).isNull().cast("long")).alias(f"lack{i}") for i, a in enumerate(attrs)]
     aggs += [F.approx_count_distinct(key_column(a)).alias(f"keys{i}") for i, a in enumerate(attrs)]
     rows = parsed.groupBy("type").agg(*aggs).collect()
@@ -128,8 +137,10 @@ def family_rows(spark: SparkSession, parsed: DataFrame, fam: Family, stats: Inpu
         if fam.negated:  # a keyed event can cancel a keyless match
             parts.append(out(keyed.where(F.col("type").isin(sorted(fam.negated))), F.lit(KEYLESS_GROUP), F.lit(True)))
         if fam.broadcast:  # one placeholder row, so that the keyless group exists
-            placeholder = spark.createDataFrame([(fam.fid, KEYLESS_GROUP, -1, -1, None, False)],
-                                                "fid int, gkey string, seq long, mid2 long, json string, keyed boolean")
+            placeholder = spark.createDataFrame(
+                [(fam.fid, KEYLESS_GROUP, -1, -1, None, False)],
+                "fid int, gkey string, seq long, mid2 long, json string, keyed boolean",
+            )
             parts.append(placeholder)
         else:
             parts.append(out(keyless, F.lit(KEYLESS_GROUP), F.lit(False)))
@@ -154,7 +165,8 @@ def _copied(keyed: DataFrame, keyless: DataFrame, fam: Family, widest: int, smal
     ranges = keyed.groupBy("gkey").agg((F.min("tlo") - reach).alias("lo"), (F.max("thi") + reach).alias("hi"))
     # An event is put in the bucket of its lower bound; a group covers every bucket such an event can fall in.
     ranges = ranges.withColumn(
-        "bucket", F.explode(F.sequence(F.floor((F.col("lo") - widest) / size), F.floor(F.col("hi") / size))))
+        "bucket", F.explode(F.sequence(F.floor((F.col("lo") - widest) / size), F.floor(F.col("hi") / size)))
+    )
     events = keyless.withColumn("bucket", F.floor(F.col("tlo") / size))
     joined = events.join(F.broadcast(ranges) if small else ranges, "bucket")
     joined = joined.where((F.col("thi") >= F.col("lo")) & (F.col("tlo") <= F.col("hi")))
@@ -252,7 +264,11 @@ def to_record(row: Any) -> dict[str, Any]:
 
 
 def match_frame(
-    spark: SparkSession, parsed: DataFrame, plans: Sequence[QueryPlan], *, partitions: int | None = None,
+    spark: SparkSession,
+    parsed: DataFrame,
+    plans: Sequence[QueryPlan],
+    *,
+    partitions: int | None = None,
 ) -> BatchResult:
     """Plan and run the batch match over a parsed event frame (see :mod:`app.spark.events`).  Raises ValueError with
     ``FILE:LINE: reason`` when an input line is not a valid event."""
@@ -301,8 +317,14 @@ def _match_partitions(spark: SparkSession, events: int) -> int:
 
 
 def run_batch(
-    spark: SparkSession, paths: Sequence[str], plans: Sequence[QueryPlan], *, kind: str = "auto",
-    partitions: int | None = None, tmp_dir: str | None = None, max_delta: float | None = None,
+    spark: SparkSession,
+    paths: Sequence[str],
+    plans: Sequence[QueryPlan],
+    *,
+    kind: str = "auto",
+    partitions: int | None = None,
+    tmp_dir: str | None = None,
+    max_delta: float | None = None,
 ) -> BatchResult:
     """Read the inputs and match them: the whole of ``hcep batch`` short of printing.  Raw logs are converted into
     ``tmp_dir`` (default: a new temporary directory), which must live until the result is consumed.  An event wider
@@ -318,14 +340,26 @@ def run_batch(
     return match_frame(spark, parsed, plans, partitions=partitions)
 
 
-def plans_from_pack(pack: Any, names: Sequence[str] | None = None, *, tick: float | None = None,
-                    strategy: str | None = None, output: str | None = None,
-                    confidence: float | None = None) -> list[QueryPlan]:
+def plans_from_pack(
+    pack: Any,
+    names: Sequence[str] | None = None,
+    *,
+    tick: float | None = None,
+    strategy: str | None = None,
+    output: str | None = None,
+    confidence: float | None = None,
+) -> list[QueryPlan]:
     """The enabled queries of a loaded pack (or those named), with ``hcep match``'s overrides."""
     specs = [s for s in pack.queries if (s.name in names if names else s.enabled)]
     resolved_tick = tick or pack.tick
     return [
-        QueryPlan(s.name, s.query, strategy or s.strategy, output or s.output,
-                  s.confidence if confidence is None else confidence, resolved_tick)
+        QueryPlan(
+            s.name,
+            s.query,
+            strategy or s.strategy,
+            output or s.output,
+            s.confidence if confidence is None else confidence,
+            resolved_tick,
+        )
         for s in specs
     ]

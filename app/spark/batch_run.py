@@ -72,8 +72,9 @@ def compiled_queries(token: str, plans: Sequence[QueryPlan]) -> list[Any]:
     got = _COMPILED.get(token)
     if got is None:
         got = _COMPILED[token] = [
-            compile_query(p.query, name=p.name, strategy=p.strategy, output=p.output, confidence=p.confidence,
-                          tick=p.tick)
+            compile_query(
+                p.query, name=p.name, strategy=p.strategy, output=p.output, confidence=p.confidence, tick=p.tick
+            )
             for p in plans
         ]
     return got
@@ -96,8 +97,16 @@ def keyless_index(token: str, shared: Any, tick: float) -> dict[int, KeylessInde
 class Group:
     """One group: its matchers (with the types each must see), which event ids carry the key, what it keeps."""
 
-    def __init__(self, fid: int, gkey: str, queries: list[int], compiled: list[Any], widest: int,
-                 keyless: KeylessIndex | None, margins: Margins) -> None:
+    def __init__(
+        self,
+        fid: int,
+        gkey: str,
+        queries: list[int],
+        compiled: list[Any],
+        widest: int,
+        keyless: KeylessIndex | None,
+        margins: Margins,
+    ) -> None:
         from engine import make_matcher
 
         self.fid, self.gkey = fid, gkey
@@ -154,18 +163,32 @@ class Group:
             if holds_key != (self.gkey != KEYLESS_GROUP):
                 return  # this match's home is another group
         returned = record["return"]
-        out.append((
-            self.fid, self.gkey, q, record["query"], json.dumps(record["match"], separators=(",", ":")),
-            float(record["confidence"]), float(record["start"]), float(record["end"]),
-            json.dumps(returned, separators=(",", ":"), default=str),
-            json.dumps(list(returned.values()), separators=(",", ":"), sort_keys=True, default=str),
-            mid2, seq, self.idx,
-        ))
+        out.append(
+            (
+                self.fid,
+                self.gkey,
+                q,
+                record["query"],
+                json.dumps(record["match"], separators=(",", ":")),
+                float(record["confidence"]),
+                float(record["start"]),
+                float(record["end"]),
+                json.dumps(returned, separators=(",", ":"), default=str),
+                json.dumps(list(returned.values()), separators=(",", ":"), sort_keys=True, default=str),
+                mid2,
+                seq,
+                self.idx,
+            )
+        )
 
 
 def run_partition(
-    batches: Iterator[Any], token: str, plans: Sequence[QueryPlan],
-    families: dict[int, tuple[list[int], list[int], list[int], Margins]], widest: int, shared: Any,
+    batches: Iterator[Any],
+    token: str,
+    plans: Sequence[QueryPlan],
+    families: dict[int, tuple[list[int], list[int], list[int], Margins]],
+    widest: int,
+    shared: Any,
 ) -> Iterator[Any]:
     """``mapInPandas`` body (see the module doc).  ``families``: fid -> (queries of keyed groups, of the keyless
     group, of the whole group, keyless margins); ``shared``: the broadcast keyless events per family, or None."""

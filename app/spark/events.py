@@ -52,8 +52,9 @@ def parsed_schema(attrs: Sequence[str]) -> str:
     return f"seq long, type string, tlo long, thi long, mid2 long, json string, error string{keys}"
 
 
-def parse_event(obj: Any, text: str, seq: int, tick: float, attrs: Sequence[str], where: str,
-                max_width: int | None = None) -> tuple:
+def parse_event(
+    obj: Any, text: str, seq: int, tick: float, attrs: Sequence[str], where: str, max_width: int | None = None
+) -> tuple:
     """One parsed row (see the module doc); an invalid event, or one wider than ``max_width`` ticks (``hcep run``'s
     ``too_wide`` rule, :func:`engine.events.max_width_ticks`), becomes an error row naming ``where``."""
     from engine.events import EventError, decoder_for
@@ -63,8 +64,10 @@ def parse_event(obj: Any, text: str, seq: int, tick: float, attrs: Sequence[str]
     except EventError as err:
         return (seq, None, None, None, None, None, f"{where}: invalid event: {err}") + (None,) * len(attrs)
     if max_width is not None and ev.thi - ev.tlo > max_width:
-        error = (f"{where}: event wider than --max-delta {(max_width - 1) * tick / 2:g} s: interval [{ev.lo:g}, "
-                 f"{ev.hi:g}] (raise --max-delta to accept it)")
+        error = (
+            f"{where}: event wider than --max-delta {(max_width - 1) * tick / 2:g} s: interval [{ev.lo:g}, "
+            f"{ev.hi:g}] (raise --max-delta to accept it)"
+        )
         return (seq, None, None, None, None, None, error) + (None,) * len(attrs)
     keys = tuple(canonical_key(ev.attrs.get(a)) for a in attrs)
     return (seq, ev.type, ev.tlo, ev.thi, ev.tlo + ev.thi, text, None) + keys
@@ -212,7 +215,10 @@ def _count_lines(frames: Iterator[Any], firsts: frozenset[int]) -> Iterator[Any]
 
 
 def _parse_lines(
-    frames: Iterator[Any], plan: dict[int, tuple[str, int, int, bool]], tick: float, attrs: tuple[str, ...],
+    frames: Iterator[Any],
+    plan: dict[int, tuple[str, int, int, bool]],
+    tick: float,
+    attrs: tuple[str, ...],
     max_width: int | None = None,
 ) -> Iterator[Any]:
     """mapInPandas body: one partition of text lines -> parsed rows; ``plan`` gives each partition its file, the
@@ -250,7 +256,12 @@ def _parse_lines(
 
 
 def read_jsonl(
-    spark: SparkSession, files: Sequence[str], tick: float, attrs: Sequence[str], seq0: int = 0, last: bool = True,
+    spark: SparkSession,
+    files: Sequence[str],
+    tick: float,
+    attrs: Sequence[str],
+    seq0: int = 0,
+    last: bool = True,
     max_width: int | None = None,
 ) -> tuple[DataFrame, int | None]:
     """JSON-lines files -> (parsed DataFrame, number of events).
@@ -299,7 +310,12 @@ def read_jsonl(
 
 
 def read_parquet(
-    spark: SparkSession, path: str, tick: float, attrs: Sequence[str], seq0: int = 0, max_width: int | None = None,
+    spark: SparkSession,
+    path: str,
+    tick: float,
+    attrs: Sequence[str],
+    seq0: int = 0,
+    max_width: int | None = None,
 ) -> tuple[DataFrame, int]:
     """An archive's events -> (parsed DataFrame, number of events).  Input order is the archive's (batch, seq);
     archived events always carry their id, so ``seq`` only has to keep that order (batch offsets + archive seq)."""
@@ -326,19 +342,28 @@ def read_parquet(
         for pdf in frames:
             rows = []
             for batch, seq_, id_, type_, ts, lo, hi, attrs_json in zip(
-                pdf["batch"], pdf["seq"], pdf["id"], pdf["type"], pdf["ts"], pdf["lo"], pdf["hi"], pdf["attrs"],
+                pdf["batch"],
+                pdf["seq"],
+                pdf["id"],
+                pdf["type"],
+                pdf["ts"],
+                pdf["lo"],
+                pdf["hi"],
+                pdf["attrs"],
                 strict=True,
             ):
                 where = f"{path}: event {id_}"
                 try:
-                    obj = event_from_row({"type": type_, "ts": ts, "id": id_, "lo": lo, "hi": hi,
-                                          "attrs": attrs_json})
+                    obj = event_from_row({"type": type_, "ts": ts, "id": id_, "lo": lo, "hi": hi, "attrs": attrs_json})
                 except ArchiveError as err:
-                    rows.append((offsets[batch] + int(seq_), None, None, None, None, None, f"{path}: {err}")
-                                + (None,) * len(attrs))
+                    rows.append(
+                        (offsets[batch] + int(seq_), None, None, None, None, None, f"{path}: {err}")
+                        + (None,) * len(attrs)
+                    )
                     continue
-                rows.append(parse_event(obj, json.dumps(obj), offsets[batch] + int(seq_), tick, attrs, where,
-                                        max_width))
+                rows.append(
+                    parse_event(obj, json.dumps(obj), offsets[batch] + int(seq_), tick, attrs, where, max_width)
+                )
             yield pd.DataFrame(rows, columns=columns)
 
     cols = ["batch", "seq", "id", "type", "ts", "lo", "hi", "attrs"]
@@ -349,8 +374,13 @@ def read_parquet(
 
 
 def read_inputs(
-    spark: SparkSession, paths: Sequence[str], tick: float, attrs: Sequence[str], kind: str = "auto",
-    tmp_dir: str | None = None, max_width: int | None = None,
+    spark: SparkSession,
+    paths: Sequence[str],
+    tick: float,
+    attrs: Sequence[str],
+    kind: str = "auto",
+    tmp_dir: str | None = None,
+    max_width: int | None = None,
 ) -> DataFrame:
     """Every input, concatenated in order, as one parsed DataFrame; events wider than ``max_width`` ticks are error
     rows."""

@@ -153,11 +153,16 @@ def tasks_frame(events: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     tasks = events.where(F.col("type").isin("Mapper", "Reducer") & F.col("period").isNotNull()).select(
-        "job_id", "task_id", "host", "type", "period")
-    jobs = (events.where(F.col("type") == "JobStart").groupBy("job_id")
-            .agg(F.first("user", ignorenulls=True).alias("user"), F.first("queue", ignorenulls=True).alias("queue")))
-    return (tasks.join(jobs, "job_id", "left")
-            .fillna({"user": "unknown", "queue": "unknown", "host": "unknown", "job_id": "unknown"}))
+        "job_id", "task_id", "host", "type", "period"
+    )
+    jobs = (
+        events.where(F.col("type") == "JobStart")
+        .groupBy("job_id")
+        .agg(F.first("user", ignorenulls=True).alias("user"), F.first("queue", ignorenulls=True).alias("queue"))
+    )
+    return tasks.join(jobs, "job_id", "left").fillna(
+        {"user": "unknown", "queue": "unknown", "host": "unknown", "job_id": "unknown"}
+    )
 
 
 def durations(tasks: DataFrame) -> DataFrame:
@@ -167,8 +172,12 @@ def durations(tasks: DataFrame) -> DataFrame:
     frames = []
     for level, column in (("job", "job_id"), ("queue", "queue"), ("user", "user"), ("host", "host")):
         agg = tasks.groupBy(F.col(column).alias("key"), F.col("type").alias("kind")).agg(
-            F.count(F.lit(1)).alias("tasks"), F.avg("period").alias("mean"), F.min("period").alias("min"),
-            quantiles.alias("q"), F.max("period").alias("max"))
+            F.count(F.lit(1)).alias("tasks"),
+            F.avg("period").alias("mean"),
+            F.min("period").alias("min"),
+            quantiles.alias("q"),
+            F.max("period").alias("max"),
+        )
         cols = [F.lit(level).alias("level"), "key", "kind", "tasks", "mean", "min"]
         cols += [F.col("q")[i].alias(f"p{round(q * 100)}") for i, q in enumerate(QUANTILES)]
         frames.append(agg.select(*cols, "max"))
@@ -187,17 +196,25 @@ def queued(events: DataFrame) -> DataFrame:
     from pyspark.sql.window import Window
 
     io = events.where((F.col("type") == "DataIO") & F.col("size").isNotNull())
-    running = (Window.partitionBy("job_id").orderBy("ts", "batch", "seq")
-               .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    running = (
+        Window.partitionBy("job_id")
+        .orderBy("ts", "batch", "seq")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
     return io.select("job_id", "task_id", "ts", "size", F.sum("size").over(running).alias("queued"))
 
 
-def anomalies(matches: DataFrame, bucket_seconds: float, straggler: Sequence[str] = STRAGGLER_QUERIES,
-              imbalance: Sequence[str] = IMBALANCE_QUERIES) -> DataFrame:
+def anomalies(
+    matches: DataFrame,
+    bucket_seconds: float,
+    straggler: Sequence[str] = STRAGGLER_QUERIES,
+    imbalance: Sequence[str] = IMBALANCE_QUERIES,
+) -> DataFrame:
     from pyspark.sql import functions as F
 
-    kind = (F.when(F.col("query").isin(list(straggler)), F.lit("straggler"))
-            .when(F.col("query").isin(list(imbalance)), F.lit("imbalance")))
+    kind = F.when(F.col("query").isin(list(straggler)), F.lit("straggler")).when(
+        F.col("query").isin(list(imbalance)), F.lit("imbalance")
+    )
     tagged = matches.select("query", "end", kind.alias("kind")).where(F.col("kind").isNotNull())
     bucket = (F.floor(F.col("end") / bucket_seconds) * bucket_seconds).cast("double")
     return tagged.groupBy(bucket.alias("bucket"), "kind", "query").agg(F.count(F.lit(1)).alias("count"))
@@ -207,8 +224,9 @@ def _attrs(events: DataFrame, etype: str, schema: str) -> DataFrame:
     """The events of one type with their attributes as typed columns (``ts`` kept)."""
     from pyspark.sql import functions as F
 
-    return (events.where(F.col("type") == etype)
-            .select("ts", F.from_json("attrs", schema).alias("a")).select("ts", "a.*"))
+    return (
+        events.where(F.col("type") == etype).select("ts", F.from_json("attrs", schema).alias("a")).select("ts", "a.*")
+    )
 
 
 def spark_stages(events: DataFrame) -> DataFrame | None:
@@ -235,18 +253,42 @@ def spark_stages(events: DataFrame) -> DataFrame | None:
     )
     cols = [*STAGE_KEY, "tasks", "failed_tasks"]
     cols += [F.col("q")[i].alias(f"task_p{round(q * 100)}") for i, q in enumerate(QUANTILES)]
-    cols += ["task_max", "task_time", "run_time", "gc_time", "memory_spill", "disk_spill", "fetch_wait_max",
-             "first_launch"]
+    cols += [
+        "task_max",
+        "task_time",
+        "run_time",
+        "gc_time",
+        "memory_spill",
+        "disk_spill",
+        "fetch_wait_max",
+        "first_launch",
+    ]
     agg = agg.select(*cols)
-    done = _attrs(events, "StageCompleted", SPARK_STAGE_SCHEMA).withColumnRenamed("ts", "completed") \
+    done = (
+        _attrs(events, "StageCompleted", SPARK_STAGE_SCHEMA)
+        .withColumnRenamed("ts", "completed")
         .dropDuplicates(list(STAGE_KEY))
+    )
     out = agg.join(done, list(STAGE_KEY), "left")
     return out.select(
-        *STAGE_KEY, "stage_name", "status", "num_tasks", "tasks", "failed_tasks", "duration", "completed",
-        *[f"task_p{round(q * 100)}" for q in QUANTILES], "task_max",
-        (F.col("task_max") / F.col("task_p50")).alias("skew"), "task_time", "run_time", "gc_time",
+        *STAGE_KEY,
+        "stage_name",
+        "status",
+        "num_tasks",
+        "tasks",
+        "failed_tasks",
+        "duration",
+        "completed",
+        *[f"task_p{round(q * 100)}" for q in QUANTILES],
+        "task_max",
+        (F.col("task_max") / F.col("task_p50")).alias("skew"),
+        "task_time",
+        "run_time",
+        "gc_time",
         F.when(F.col("run_time") > 0, F.col("gc_time") / F.col("run_time")).alias("gc_ratio"),
-        "memory_spill", "disk_spill", "data_bytes",
+        "memory_spill",
+        "disk_spill",
+        "data_bytes",
         F.when(F.col("data_bytes") > 0, F.col("memory_spill") / F.col("data_bytes")).alias("spill_ratio"),
         "fetch_wait_max",
     )
@@ -259,32 +301,66 @@ def spark_apps(events: DataFrame, stages: DataFrame) -> DataFrame:
     per_stage = stages.groupBy("app_id").agg(
         F.count(F.lit(1)).alias("stage_attempts"),
         F.sum((F.col("stage_attempt") > 0).cast("long")).alias("stage_retries"),
-        F.sum("tasks").alias("tasks"), F.sum("failed_tasks").alias("failed_tasks"),
-        F.sum("task_time").alias("task_time"), F.sum("run_time").alias("run_time"),
-        F.sum("gc_time").alias("gc_time"), F.sum("memory_spill").alias("memory_spill"),
-        F.sum("disk_spill").alias("disk_spill"), F.max("skew").alias("worst_skew"),
+        F.sum("tasks").alias("tasks"),
+        F.sum("failed_tasks").alias("failed_tasks"),
+        F.sum("task_time").alias("task_time"),
+        F.sum("run_time").alias("run_time"),
+        F.sum("gc_time").alias("gc_time"),
+        F.sum("memory_spill").alias("memory_spill"),
+        F.sum("disk_spill").alias("disk_spill"),
+        F.max("skew").alias("worst_skew"),
     )
-    starts = _attrs(events, "SparkAppStart", SPARK_APP_SCHEMA).groupBy("app_id").agg(
-        F.min("ts").alias("start"), F.first("app_name", ignorenulls=True).alias("app_name"),
-        F.first("user", ignorenulls=True).alias("user"))
+    starts = (
+        _attrs(events, "SparkAppStart", SPARK_APP_SCHEMA)
+        .groupBy("app_id")
+        .agg(
+            F.min("ts").alias("start"),
+            F.first("app_name", ignorenulls=True).alias("app_name"),
+            F.first("user", ignorenulls=True).alias("user"),
+        )
+    )
     ends = _attrs(events, "SparkAppEnd", SPARK_APP_SCHEMA).groupBy("app_id").agg(F.max("ts").alias("end"))
-    executors = events.where(F.col("type").isin("ExecutorAdded", "ExecutorRemoved")).select(
-        "type", F.get_json_object("attrs", "$.app_id").alias("app_id")).groupBy("app_id").agg(
-        F.sum((F.col("type") == "ExecutorAdded").cast("long")).alias("executors_added"),
-        F.sum((F.col("type") == "ExecutorRemoved").cast("long")).alias("executors_removed"))
+    executors = (
+        events.where(F.col("type").isin("ExecutorAdded", "ExecutorRemoved"))
+        .select("type", F.get_json_object("attrs", "$.app_id").alias("app_id"))
+        .groupBy("app_id")
+        .agg(
+            F.sum((F.col("type") == "ExecutorAdded").cast("long")).alias("executors_added"),
+            F.sum((F.col("type") == "ExecutorRemoved").cast("long")).alias("executors_removed"),
+        )
+    )
     out = per_stage.join(starts, "app_id", "left").join(ends, "app_id", "left").join(executors, "app_id", "left")
     return out.select(
-        "app_id", "app_name", "user", "start", "end", (F.col("end") - F.col("start")).alias("duration"),
-        "stage_attempts", "stage_retries", "tasks", "failed_tasks", "task_time", "run_time", "gc_time",
-        F.when(F.col("run_time") > 0, F.col("gc_time") / F.col("run_time")).alias("gc_ratio"), "memory_spill",
-        "disk_spill", "worst_skew", F.coalesce("executors_added", F.lit(0)).alias("executors_added"),
+        "app_id",
+        "app_name",
+        "user",
+        "start",
+        "end",
+        (F.col("end") - F.col("start")).alias("duration"),
+        "stage_attempts",
+        "stage_retries",
+        "tasks",
+        "failed_tasks",
+        "task_time",
+        "run_time",
+        "gc_time",
+        F.when(F.col("run_time") > 0, F.col("gc_time") / F.col("run_time")).alias("gc_ratio"),
+        "memory_spill",
+        "disk_spill",
+        "worst_skew",
+        F.coalesce("executors_added", F.lit(0)).alias("executors_added"),
         F.coalesce("executors_removed", F.lit(0)).alias("executors_removed"),
     )
 
 
 def history(
-    spark: SparkSession, archive: str, out: str | None = None, *, bucket_seconds: float = 300.0,
-    straggler: Sequence[str] = STRAGGLER_QUERIES, imbalance: Sequence[str] = IMBALANCE_QUERIES,
+    spark: SparkSession,
+    archive: str,
+    out: str | None = None,
+    *,
+    bucket_seconds: float = 300.0,
+    straggler: Sequence[str] = STRAGGLER_QUERIES,
+    imbalance: Sequence[str] = IMBALANCE_QUERIES,
     matches: DataFrame | None = None,
 ) -> dict[str, DataFrame]:
     """Every table from the archive at ``archive`` (``matches`` overrides its match records); written to ``out``

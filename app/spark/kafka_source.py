@@ -91,8 +91,9 @@ def cap_offsets(start: Offsets, latest: Offsets, max_rows: int | None) -> Offset
     end = _copy(latest)
     if max_rows is None:
         return end
-    waiting = {(t, p): max(off - start.get(t, {}).get(p, 0), 0) for t, parts in latest.items() for p, off in
-               parts.items()}
+    waiting = {
+        (t, p): max(off - start.get(t, {}).get(p, 0), 0) for t, parts in latest.items() for p, off in parts.items()
+    }
     total = sum(waiting.values())
     if total <= max_rows:
         return end
@@ -128,8 +129,13 @@ def plan_ranges(start: Offsets, end: Offsets, max_records: int | None = None) ->
 def _consumer(bootstrap: str, **config: Any) -> Any:
     from kafka import KafkaConsumer
 
-    return KafkaConsumer(bootstrap_servers=bootstrap.split(","), enable_auto_commit=False, group_id=None,
-                         auto_offset_reset="earliest", **config)
+    return KafkaConsumer(
+        bootstrap_servers=bootstrap.split(","),
+        enable_auto_commit=False,
+        group_id=None,
+        auto_offset_reset="earliest",
+        **config,
+    )
 
 
 #: How readers get a consumer; tests replace it with a fake (planning runs on the driver, in the test's process).
@@ -155,8 +161,7 @@ def broker_offsets(consumer: Any, topics: Sequence[str]) -> tuple[Offsets, Offse
     return earliest, latest
 
 
-def read_range(rng: KafkaRange, bootstrap: str, poll_ms: int = 1000, fail_on_data_loss: bool = True
-               ) -> Iterator[tuple]:
+def read_range(rng: KafkaRange, bootstrap: str, poll_ms: int = 1000, fail_on_data_loss: bool = True) -> Iterator[tuple]:
     """The records of one range, in offset order (records deleted by retention or compaction are skipped; a range
     that cannot be completed within a few polls raises, unless ``fail_on_data_loss`` is off)."""
     from kafka import TopicPartition
@@ -177,8 +182,10 @@ def read_range(rng: KafkaRange, bootstrap: str, poll_ms: int = 1000, fail_on_dat
                 idle += 1
                 if idle >= 10:
                     if fail_on_data_loss:
-                        raise RuntimeError(f"Kafka {rng.topic}/{rng.partition}: offsets {rng.start}..{rng.end} not "
-                                           f"readable (at {consumer.position(tp)})")
+                        raise RuntimeError(
+                            f"Kafka {rng.topic}/{rng.partition}: offsets {rng.start}..{rng.end} not "
+                            f"readable (at {consumer.position(tp)})"
+                        )
                     return
                 continue
             idle = 0
@@ -352,8 +359,16 @@ def _archive_rows(kind: str, batch: str, tick: float) -> Callable[[Iterator[Any]
 
 
 def archive_stream(
-    spark: Any, bootstrap: str, topic: str, root: str, *, kind: str = "events", checkpoint: str | None = None,
-    follow: bool = False, tick: float = 0.1, max_per_trigger: int = 100_000,
+    spark: Any,
+    bootstrap: str,
+    topic: str,
+    root: str,
+    *,
+    kind: str = "events",
+    checkpoint: str | None = None,
+    follow: bool = False,
+    tick: float = 0.1,
+    max_per_trigger: int = 100_000,
 ) -> Any:
     """Archive a topic of events (or match records) into ``root`` through Spark Structured Streaming: each
     micro-batch becomes new Parquet files in the archive layout, offsets are checkpointed (``checkpoint``, default
@@ -375,13 +390,24 @@ def archive_stream(
 
     def write(frame: Any, epoch: int) -> None:
         order = Window.orderBy("timestamp", "partition", "offset")
-        rows = frame.select(F.col("value").cast("string").alias("value"), "topic", "partition", "offset",
-                            (F.row_number().over(order) - 1).alias("seq"))
+        rows = frame.select(
+            F.col("value").cast("string").alias("value"),
+            "topic",
+            "partition",
+            "offset",
+            (F.row_number().over(order) - 1).alias("seq"),
+        )
         archived = rows.mapInPandas(_archive_rows(kind, f"{run}-{epoch:09d}", tick), spark_ddl(schema))
         archived.write.mode("append").partitionBy(*partitions).parquet(target)
 
-    stream = (spark.readStream.format(NAME).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
-              .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(max_per_trigger)).load())
+    stream = (
+        spark.readStream.format(NAME)
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(max_per_trigger))
+        .load()
+    )
     writer = stream.writeStream.foreachBatch(write).option("checkpointLocation", checkpoint)
     writer = writer.trigger(processingTime="5 seconds") if follow else writer.trigger(availableNow=True)
     query = writer.start()

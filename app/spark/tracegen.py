@@ -59,8 +59,9 @@ def job_events(cfg: TraceConfig, j: int) -> list[dict[str, Any]]:
     job = f"job_{int(cfg.start)}_{j + 1:06d}"
     host = [f"w{h:02d}" for h in range(1, cfg.hosts + 1)]
     user, queue = rng.choice(USERS), rng.choice(QUEUES)
-    events = [_event("JobStart", t0, HADOOP_DELTA, job_id=job, user=user, queue=queue, maps=cfg.maps,
-                     reduces=cfg.reduces)]
+    events = [
+        _event("JobStart", t0, HADOOP_DELTA, job_id=job, user=user, queue=queue, maps=cfg.maps, reduces=cfg.reduces)
+    ]
     map_done: list[tuple[float, str, float]] = []
     straggler = rng.randrange(cfg.maps) if rng.random() < 0.3 else -1
     for m in range(cfg.maps):
@@ -69,8 +70,19 @@ def job_events(cfg: TraceConfig, j: int) -> list[dict[str, Any]]:
         end = begin + period
         task = f"task_{job[4:]}_m_{m:06d}"
         size = rng.randrange(1 << 20, 64 << 20)
-        events.append(_event("Mapper", end, HADOOP_DELTA, job_id=job, task_id=task, attempt_id=f"attempt_{task[5:]}_0",
-                             host=rng.choice(host), period=round(period, 3), status="SUCCEEDED"))
+        events.append(
+            _event(
+                "Mapper",
+                end,
+                HADOOP_DELTA,
+                job_id=job,
+                task_id=task,
+                attempt_id=f"attempt_{task[5:]}_0",
+                host=rng.choice(host),
+                period=round(period, 3),
+                status="SUCCEEDED",
+            )
+        )
         events.append(_event("DataIO", end + 0.2, HADOOP_DELTA, job_id=job, task_id=task, size=size))
         map_done.append((end, task, size))
     map_done.sort()
@@ -87,17 +99,49 @@ def job_events(cfg: TraceConfig, j: int) -> list[dict[str, Any]]:
             period = rng.uniform(0.5, 2.0) * (8 if k == slow else 1)
             clock = max(clock, done) + period
             part = size // cfg.reduces
-            events.append(_event("DataPull", clock, HADOOP_DELTA, job_id=job, task_id=task, map_task=mtask,
-                                 host=rhost, period=round(period, 3), bytes=part))
+            events.append(
+                _event(
+                    "DataPull",
+                    clock,
+                    HADOOP_DELTA,
+                    job_id=job,
+                    task_id=task,
+                    map_task=mtask,
+                    host=rhost,
+                    period=round(period, 3),
+                    bytes=part,
+                )
+            )
             events.append(_event("DataIO", clock + 0.1, HADOOP_DELTA, job_id=job, task_id=task, size=-part))
         finish = clock + rng.lognormvariate(math.log(15), 0.4) * (4 if rng.random() < 0.1 else 1)
-        events.append(_event("Reducer", finish, HADOOP_DELTA, job_id=job, task_id=task,
-                             attempt_id=f"attempt_{task[5:]}_0", host=rhost, period=round(finish - start, 3),
-                             status="SUCCEEDED"))
+        events.append(
+            _event(
+                "Reducer",
+                finish,
+                HADOOP_DELTA,
+                job_id=job,
+                task_id=task,
+                attempt_id=f"attempt_{task[5:]}_0",
+                host=rhost,
+                period=round(finish - start, 3),
+                status="SUCCEEDED",
+            )
+        )
         events.append(_event("ReducerEnd", finish + 0.1, HADOOP_DELTA, job_id=job, task_id=task, host=rhost))
         job_end = max(job_end, finish)
-    events.append(_event("JobEnd", job_end + 1.0, HADOOP_DELTA, job_id=job, user=user, queue=queue, maps=cfg.maps,
-                         reduces=cfg.reduces, status="SUCCEEDED"))
+    events.append(
+        _event(
+            "JobEnd",
+            job_end + 1.0,
+            HADOOP_DELTA,
+            job_id=job,
+            user=user,
+            queue=queue,
+            maps=cfg.maps,
+            reduces=cfg.reduces,
+            status="SUCCEEDED",
+        )
+    )
     events.sort(key=lambda e: e["ts"])
     return events
 
@@ -118,8 +162,15 @@ def round_events(cfg: TraceConfig, i: int) -> list[dict[str, Any]]:
     cluster = "synthetic"
     kind = "Imbalance" if val > cfg.threshold else "Balance"
     return [
-        _event("LoadStd", ts, GANGLIA_DELTA, val=val, mean=round(1.5 + rng.uniform(-0.2, 0.2), 3), hosts=cfg.hosts,
-               cluster=cluster),
+        _event(
+            "LoadStd",
+            ts,
+            GANGLIA_DELTA,
+            val=val,
+            mean=round(1.5 + rng.uniform(-0.2, 0.2), 3),
+            hosts=cfg.hosts,
+            cluster=cluster,
+        ),
         _event(kind, ts, GANGLIA_DELTA, val=val, threshold=cfg.threshold, cluster=cluster),
     ]
 

@@ -62,8 +62,9 @@ Run = tuple  # (events: tuple[Event | None, ...], eqv: tuple)
 class OrderedImpreciseMatcher(ImpreciseMatcher):
     """Run-based evaluation of a SEQ of singletons under skip_till_any_match in one of :data:`ORDERS`."""
 
-    def __init__(self, cq: CompiledQuery, max_uncertainty: int = 0, *, order: str = "sorting",
-                 pivot: int | None = None) -> None:
+    def __init__(
+        self, cq: CompiledQuery, max_uncertainty: int = 0, *, order: str = "sorting", pivot: int | None = None
+    ) -> None:
         if order not in ORDERS:
             raise ValueError(f"order must be one of {', '.join(ORDERS)}")
         if any(c.kleene for c in cq.components) or cq.negations:
@@ -243,7 +244,7 @@ class OrderedImpreciseMatcher(ImpreciseMatcher):
             eqv2 = self._bind_eq(eqv, e)
             if eqv2 is None:
                 continue
-            grown = evs[:j] + (e,) + evs[j + 1:]
+            grown = evs[:j] + (e,) + evs[j + 1 :]
             if not self._feasible(grown):
                 continue
             if nxt is None:
@@ -274,7 +275,7 @@ class OrderedImpreciseMatcher(ImpreciseMatcher):
             eqv2 = self._bind_eq(eqv, e)
             if eqv2 is None:
                 continue
-            g = evs[:j] + (e,) + evs[j + 1:]
+            g = evs[:j] + (e,) + evs[j + 1 :]
             if not self._feasible(g):
                 continue
             if None in g:
@@ -405,7 +406,11 @@ def choose_order(rates: list[int] | list[float]) -> tuple[str, str]:
     first = rates[0] if rates else 0
     least = min(rates, default=0)
     if len(rates) > 1 and first > 0 and first >= SKEW * max(least, 1e-9) and least < first:
-        return "selectivity", (f"first component {first:g} events vs {least:g} for the rarest: skewed "
-                               f"(>= {SKEW:g}x), buffered first-component events expire unread")
-    return "sorting", (f"component rates {', '.join(f'{r:g}' for r in rates)}: not skewed (< {SKEW:g}x), query "
-                       "order from the first component")
+        return "selectivity", (
+            f"first component {first:g} events vs {least:g} for the rarest: skewed "
+            f"(>= {SKEW:g}x), buffered first-component events expire unread"
+        )
+    return "sorting", (
+        f"component rates {', '.join(f'{r:g}' for r in rates)}: not skewed (< {SKEW:g}x), query "
+        "order from the first component"
+    )

@@ -257,8 +257,9 @@ def _int(attrs: dict[str, str], key: str, tag: str, *, required: bool = False) -
     except ValueError:
         raise GangliaXmlError(f"<{tag} {attrs.get('NAME', '')}>: {key}={raw[:40]!r} is not an integer") from None
     if abs(value) > TIME_LIMIT:
-        raise GangliaXmlError(f"<{tag} {attrs.get('NAME', '')}>: {key}={raw[:40]} is out of range (|{key}| <= "
-                              f"{TIME_LIMIT:g} s)")
+        raise GangliaXmlError(
+            f"<{tag} {attrs.get('NAME', '')}>: {key}={raw[:40]} is out of range (|{key}| <= {TIME_LIMIT:g} s)"
+        )
     return value
 
 

@@ -167,8 +167,14 @@ class AmLogParser(Log4jParser):
             job.ended = True
             out.append(
                 E.job_end(
-                    ts, self.ctx.eid(f"line {lineno}"), job_id, status=dst, user=job.user or self._user or "unknown",
-                    queue=job.queue or self._queue or "unknown", maps=job.maps, reduces=job.reduces,
+                    ts,
+                    self.ctx.eid(f"line {lineno}"),
+                    job_id,
+                    status=dst,
+                    user=job.user or self._user or "unknown",
+                    queue=job.queue or self._queue or "unknown",
+                    maps=job.maps,
+                    reduces=job.reduces,
                     delta=self.ctx.delta,
                 )
             )
@@ -179,9 +185,14 @@ class AmLogParser(Log4jParser):
         job.user = job.user or self._user or "unknown"
         job.queue = job.queue or self._queue or "unknown"
         return E.job_start(
-            job.launch if job.launch is not None else 0.0, self.ctx.eid(job.launch_loc), job.job_id, user=job.user,
-            queue=job.queue, maps=job.maps if job.maps is not None else 0,
-            reduces=job.reduces if job.reduces is not None else 0, delta=self.ctx.delta,
+            job.launch if job.launch is not None else 0.0,
+            self.ctx.eid(job.launch_loc),
+            job.job_id,
+            user=job.user,
+            queue=job.queue,
+            maps=job.maps if job.maps is not None else 0,
+            reduces=job.reduces if job.reduces is not None else 0,
+            delta=self.ctx.delta,
         )
 
     def _flush_starts(self, lineno: int) -> list[E.Event]:
@@ -206,23 +217,41 @@ class AmLogParser(Log4jParser):
             if kind == "r":
                 out.append(
                     E.reducer_edge(
-                        "ReducerStart", ts, self.ctx.eid(f"line {lineno}"), attempt_id, host=att.host,
-                        delta=self.ctx.delta, **extra,
+                        "ReducerStart",
+                        ts,
+                        self.ctx.eid(f"line {lineno}"),
+                        attempt_id,
+                        host=att.host,
+                        delta=self.ctx.delta,
+                        **extra,
                     )
                 )
         elif dst in _ATTEMPT_END and att.start is not None:
             period = ts - att.start
             out.append(
                 E.task_attempt(
-                    kind, ts, self.ctx.eid(f"line {lineno}"), attempt_id, host=att.host, period=period, status=dst,
-                    delta=self.ctx.delta, **extra,
+                    kind,
+                    ts,
+                    self.ctx.eid(f"line {lineno}"),
+                    attempt_id,
+                    host=att.host,
+                    period=period,
+                    status=dst,
+                    delta=self.ctx.delta,
+                    **extra,
                 )
             )
             if kind == "r":
                 out.append(
                     E.reducer_edge(
-                        "ReducerEnd", ts, self.ctx.eid(f"line {lineno}", 1), attempt_id, host=att.host,
-                        delta=self.ctx.delta, status=dst, **extra,
+                        "ReducerEnd",
+                        ts,
+                        self.ctx.eid(f"line {lineno}", 1),
+                        attempt_id,
+                        host=att.host,
+                        delta=self.ctx.delta,
+                        status=dst,
+                        **extra,
                     )
                 )
             att.start = None  # an attempt ends once

@@ -161,8 +161,12 @@ class Summary:
 
 
 def collect(
-    paths: Iterable[str], *, tz: str | tzinfo | None = None, delta: float = DEFAULT_DELTA,
-    deadletter: DeadLetterSink | None = None, summary: Summary | None = None,
+    paths: Iterable[str],
+    *,
+    tz: str | tzinfo | None = None,
+    delta: float = DEFAULT_DELTA,
+    deadletter: DeadLetterSink | None = None,
+    summary: Summary | None = None,
     on_file: Callable[[Source], None] | None = None,
 ) -> Iterator[Event]:
     """Every event under ``paths`` in file order (not sorted), cross-source duplicates dropped."""

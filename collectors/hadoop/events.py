@@ -63,7 +63,15 @@ def _base(etype: str, ts: float, eid: str, delta: float) -> Event:
 
 
 def job_start(
-    ts: float, eid: str, job_id: str, *, user: str, queue: str, maps: int, reduces: int, delta: float = DEFAULT_DELTA,
+    ts: float,
+    eid: str,
+    job_id: str,
+    *,
+    user: str,
+    queue: str,
+    maps: int,
+    reduces: int,
+    delta: float = DEFAULT_DELTA,
     **extra: Any,
 ) -> Event:
     ev = _base("JobStart", ts, eid, delta)
@@ -73,8 +81,17 @@ def job_start(
 
 
 def job_end(
-    ts: float, eid: str, job_id: str, *, status: str, user: str | None = None, queue: str | None = None,
-    maps: int | None = None, reduces: int | None = None, delta: float = DEFAULT_DELTA, **extra: Any,
+    ts: float,
+    eid: str,
+    job_id: str,
+    *,
+    status: str,
+    user: str | None = None,
+    queue: str | None = None,
+    maps: int | None = None,
+    reduces: int | None = None,
+    delta: float = DEFAULT_DELTA,
+    **extra: Any,
 ) -> Event:
     ev = _base("JobEnd", ts, eid, delta)
     ev["job_id"] = job_id
@@ -87,8 +104,16 @@ def job_end(
 
 
 def task_attempt(
-    kind: str, ts: float, eid: str, attempt_id: str, *, host: str, period: float, status: str,
-    delta: float = DEFAULT_DELTA, **extra: Any,
+    kind: str,
+    ts: float,
+    eid: str,
+    attempt_id: str,
+    *,
+    host: str,
+    period: float,
+    status: str,
+    delta: float = DEFAULT_DELTA,
+    **extra: Any,
 ) -> Event:
     """A ``Mapper`` (kind 'm') or ``Reducer`` (kind 'r') event at attempt finish."""
     parsed = parse_attempt(attempt_id)
@@ -113,15 +138,29 @@ def reducer_edge(
 
 
 def data_pull(
-    ts: float, eid: str, *, job_id: str, task_id: str, map_attempt: str, host: str, period: float, nbytes: int,
-    delta: float = DEFAULT_DELTA, **extra: Any,
+    ts: float,
+    eid: str,
+    *,
+    job_id: str,
+    task_id: str,
+    map_attempt: str,
+    host: str,
+    period: float,
+    nbytes: int,
+    delta: float = DEFAULT_DELTA,
+    **extra: Any,
 ) -> Event:
     """One map output fetched by a reducer: ``task_id`` is the reducer's task, ``map_task`` the producing map task."""
     parsed = parse_attempt(map_attempt)
     ev = _base("DataPull", ts, eid, delta)
     ev.update(
-        job_id=job_id, task_id=task_id, map_task=parsed[1] if parsed else "", map_attempt=map_attempt, host=host,
-        period=round(max(period, 0.0), 3), bytes=nbytes,
+        job_id=job_id,
+        task_id=task_id,
+        map_task=parsed[1] if parsed else "",
+        map_attempt=map_attempt,
+        host=host,
+        period=round(max(period, 0.0), 3),
+        bytes=nbytes,
     )
     ev.update(extra)
     return ev

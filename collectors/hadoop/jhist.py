@@ -30,10 +30,22 @@ HEADER_BINARY = "Avro-Binary"
 
 _IGNORED_TYPES = frozenset(
     {
-        "AM_STARTED", "JOB_INFO_CHANGED", "JOB_PRIORITY_CHANGED", "JOB_STATUS_CHANGED", "TASK_FINISHED",
-        "TASK_FAILED", "TASK_UPDATED", "NORMALIZED_RESOURCE", "SETUP_ATTEMPT_STARTED", "SETUP_ATTEMPT_FINISHED",
-        "SETUP_ATTEMPT_FAILED", "SETUP_ATTEMPT_KILLED", "CLEANUP_ATTEMPT_STARTED", "CLEANUP_ATTEMPT_FINISHED",
-        "CLEANUP_ATTEMPT_FAILED", "CLEANUP_ATTEMPT_KILLED",
+        "AM_STARTED",
+        "JOB_INFO_CHANGED",
+        "JOB_PRIORITY_CHANGED",
+        "JOB_STATUS_CHANGED",
+        "TASK_FINISHED",
+        "TASK_FAILED",
+        "TASK_UPDATED",
+        "NORMALIZED_RESOURCE",
+        "SETUP_ATTEMPT_STARTED",
+        "SETUP_ATTEMPT_FINISHED",
+        "SETUP_ATTEMPT_FAILED",
+        "SETUP_ATTEMPT_KILLED",
+        "CLEANUP_ATTEMPT_STARTED",
+        "CLEANUP_ATTEMPT_FINISHED",
+        "CLEANUP_ATTEMPT_FAILED",
+        "CLEANUP_ATTEMPT_KILLED",
     }
 )
 _PRIMITIVE_BRANCHES = frozenset({"string", "long", "int", "boolean", "double", "float", "bytes", "array", "map"})
@@ -46,7 +58,7 @@ class RecordError(ValueError):
 def unwrap(value: Any) -> Any:
     """The value of an Avro JSON union (``{"string": "x"}`` -> ``"x"``, ``{"a.b.Rec": {...}}`` -> ``{...}``)."""
     if isinstance(value, dict) and len(value) == 1:
-        (key, inner), = value.items()
+        ((key, inner),) = value.items()
         if key in _PRIMITIVE_BRANCHES or "." in key:
             return inner
     return value
@@ -143,8 +155,15 @@ class JhistEvents:
         job.started = True
         return [
             E.job_start(
-                launch / 1000.0, self.ctx.eid(loc), job_id, user=job.user, queue=job.queue, maps=job.maps,
-                reduces=job.reduces, delta=self.ctx.delta, submit_ts=(job.submit or launch) / 1000.0,
+                launch / 1000.0,
+                self.ctx.eid(loc),
+                job_id,
+                user=job.user,
+                queue=job.queue,
+                maps=job.maps,
+                reduces=job.reduces,
+                delta=self.ctx.delta,
+                submit_ts=(job.submit or launch) / 1000.0,
             )
         ]
 
@@ -159,14 +178,27 @@ class JhistEvents:
             start = job.submit if job.submit is not None else finish
             out.append(
                 E.job_start(
-                    start / 1000.0, self.ctx.eid(loc, 1), job_id, user=job.user, queue=job.queue, maps=job.maps or 0,
-                    reduces=job.reduces or 0, delta=self.ctx.delta,
+                    start / 1000.0,
+                    self.ctx.eid(loc, 1),
+                    job_id,
+                    user=job.user,
+                    queue=job.queue,
+                    maps=job.maps or 0,
+                    reduces=job.reduces or 0,
+                    delta=self.ctx.delta,
                 )
             )
         out.append(
             E.job_end(
-                finish / 1000.0, self.ctx.eid(loc), job_id, status=status, user=job.user, queue=job.queue,
-                maps=job.maps, reduces=job.reduces, delta=self.ctx.delta,
+                finish / 1000.0,
+                self.ctx.eid(loc),
+                job_id,
+                status=status,
+                user=job.user,
+                queue=job.queue,
+                maps=job.maps,
+                reduces=job.reduces,
+                delta=self.ctx.delta,
             )
         )
         return out
@@ -189,7 +221,12 @@ class JhistEvents:
         extra = {"speculative": True} if speculative else {}
         return [
             E.reducer_edge(
-                "ReducerStart", start / 1000.0, self.ctx.eid(loc), attempt_id, host=host, delta=self.ctx.delta,
+                "ReducerStart",
+                start / 1000.0,
+                self.ctx.eid(loc),
+                attempt_id,
+                host=host,
+                delta=self.ctx.delta,
                 **extra,
             )
         ]
@@ -215,15 +252,28 @@ class JhistEvents:
         finish_s = finish / 1000.0
         out = [
             E.task_attempt(
-                kind, finish_s, self.ctx.eid(loc), attempt_id, host=host, period=(finish - start) / 1000.0,
-                status=status, delta=self.ctx.delta, **extra,
+                kind,
+                finish_s,
+                self.ctx.eid(loc),
+                attempt_id,
+                host=host,
+                period=(finish - start) / 1000.0,
+                status=status,
+                delta=self.ctx.delta,
+                **extra,
             )
         ]
         if kind == "r":
             out.append(
                 E.reducer_edge(
-                    "ReducerEnd", finish_s, self.ctx.eid(loc, 1), attempt_id, host=host, delta=self.ctx.delta,
-                    status=status, **extra,
+                    "ReducerEnd",
+                    finish_s,
+                    self.ctx.eid(loc, 1),
+                    attempt_id,
+                    host=host,
+                    delta=self.ctx.delta,
+                    status=status,
+                    **extra,
                 )
             )
         elif etype == "MAP_ATTEMPT_FINISHED" and status == "SUCCEEDED" and (self.job.reduces or 0) > 0:
@@ -234,8 +284,14 @@ class JhistEvents:
             if size is not None:
                 out.append(
                     E.data_io(
-                        finish_s, self.ctx.eid(loc, 2), job_id=parsed[0], task_id=task_id, size=size,
-                        delta=self.ctx.delta, map_attempt=attempt_id, host=host,
+                        finish_s,
+                        self.ctx.eid(loc, 2),
+                        job_id=parsed[0],
+                        task_id=task_id,
+                        size=size,
+                        delta=self.ctx.delta,
+                        map_attempt=attempt_id,
+                        host=host,
                     )
                 )
         return out
@@ -344,8 +400,10 @@ def parse_jhist_binary(handle: io.BytesIO, ctx: Context) -> Iterator[E.Event]:
             stats.dead += 1
             rest = _rest(handle, start)
             ctx.deadletter.write(
-                source, f"{source}@{start}",
-                f"undecodable datum ({type(err).__name__}: {err}); {len(rest)} bytes skipped", rest[:4096].hex(),
+                source,
+                f"{source}@{start}",
+                f"undecodable datum ({type(err).__name__}: {err}); {len(rest)} bytes skipped",
+                rest[:4096].hex(),
             )
             break
         try:
@@ -353,8 +411,12 @@ def parse_jhist_binary(handle: io.BytesIO, ctx: Context) -> Iterator[E.Event]:
         except Exception as err:  # noqa: BLE001 - RecordError, or anything odd a decodable datum still holds
             stats.dead += 1
             known = isinstance(err, (RecordError, E.EventRangeError))
-            ctx.deadletter.write(source, f"{source}@{start}", str(err) if known else
-                                 f"parser error: {type(err).__name__}: {err}", json.dumps(datum, default=str)[:4096])
+            ctx.deadletter.write(
+                source,
+                f"{source}@{start}",
+                str(err) if known else f"parser error: {type(err).__name__}: {err}",
+                json.dumps(datum, default=str)[:4096],
+            )
             continue
         if isinstance(datum, dict) and datum.get("type") in _HANDLERS:
             stats.used += 1

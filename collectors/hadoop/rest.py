@@ -32,7 +32,8 @@ def _materialized(counters_doc: dict[str, Any] | None) -> int | None:
     for group in (body.get("taskAttemptCounterGroup") or ()) if isinstance(body, dict) else ():
         for counter in (group.get("counter") or ()) if isinstance(group, dict) else ():
             if (
-                isinstance(counter, dict) and counter.get("name") == "MAP_OUTPUT_MATERIALIZED_BYTES"
+                isinstance(counter, dict)
+                and counter.get("name") == "MAP_OUTPUT_MATERIALIZED_BYTES"
                 and isinstance(counter.get("value"), int)
             ):
                 return int(counter["value"])
@@ -49,8 +50,12 @@ def _attempts(doc: Any) -> list[Any]:
 
 
 def events_from_documents(
-    job_doc: dict[str, Any], attempt_docs: Iterable[dict[str, Any]], *, source: str = "rest",
-    counters: dict[str, dict[str, Any]] | None = None, delta: float = E.DEFAULT_DELTA,
+    job_doc: dict[str, Any],
+    attempt_docs: Iterable[dict[str, Any]],
+    *,
+    source: str = "rest",
+    counters: dict[str, dict[str, Any]] | None = None,
+    delta: float = E.DEFAULT_DELTA,
     deadletter: DeadLetterSink | None = None,
 ) -> list[E.Event]:
     """Events of one job from its REST documents; malformed attempts go to the dead-letter sink."""
@@ -67,10 +72,29 @@ def events_from_documents(
         def eid(location: str, index: int = 0) -> str:
             return E.event_id(source, location, index)
 
-        out = [E.job_start(start / 1e3, eid(f"{job_id}/start"), job_id, user=user, queue=queue, maps=maps,
-                           reduces=reduces, delta=delta)]
-        end = E.job_end(finish / 1e3, eid(f"{job_id}/end"), job_id, status=state, user=user, queue=queue, maps=maps,
-                        reduces=reduces, delta=delta)
+        out = [
+            E.job_start(
+                start / 1e3,
+                eid(f"{job_id}/start"),
+                job_id,
+                user=user,
+                queue=queue,
+                maps=maps,
+                reduces=reduces,
+                delta=delta,
+            )
+        ]
+        end = E.job_end(
+            finish / 1e3,
+            eid(f"{job_id}/end"),
+            job_id,
+            status=state,
+            user=user,
+            queue=queue,
+            maps=maps,
+            reduces=reduces,
+            delta=delta,
+        )
     except (KeyError, TypeError, ValueError, OverflowError) as err:  # E.EventRangeError is a ValueError
         deadletter.write(source, f"{source}:job", f"job document without {err}", json.dumps(job_doc, default=str))
         return []
@@ -86,37 +110,69 @@ def events_from_documents(
                 if parsed is None or a_finish <= 0:
                     raise ValueError("unfinished attempt or malformed id")
             except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as err:
-                deadletter.write(source, f"{source}:attempts[{n}]", f"bad task attempt ({err})",
-                                 json.dumps(att, default=str))
+                deadletter.write(
+                    source, f"{source}:attempts[{n}]", f"bad task attempt ({err})", json.dumps(att, default=str)
+                )
                 continue
             try:
-                out.extend(_attempt_events(parsed, aid, a_start, a_finish, status, host, reduces, counters, delta,
-                                           eid))
+                out.extend(_attempt_events(parsed, aid, a_start, a_finish, status, host, reduces, counters, delta, eid))
             except E.EventRangeError as err:
-                deadletter.write(source, f"{source}:attempts[{n}]", f"bad task attempt ({err})",
-                                 json.dumps(att, default=str))
+                deadletter.write(
+                    source, f"{source}:attempts[{n}]", f"bad task attempt ({err})", json.dumps(att, default=str)
+                )
     out.append(end)
     out.sort(key=lambda ev: ev["ts"])
     return out
 
 
-def _attempt_events(parsed: tuple, aid: str, a_start: int, a_finish: int, status: str, host: str, reduces: int,
-                    counters: dict[str, dict[str, Any]] | None, delta: float, eid: Callable[..., str]) -> list:
+def _attempt_events(
+    parsed: tuple,
+    aid: str,
+    a_start: int,
+    a_finish: int,
+    status: str,
+    host: str,
+    reduces: int,
+    counters: dict[str, dict[str, Any]] | None,
+    delta: float,
+    eid: Callable[..., str],
+) -> list:
     """The events of one finished task attempt (all or none: a time out of range raises EventRangeError)."""
     out = []
     kind = parsed[2]
     if kind == "r":
         out.append(E.reducer_edge("ReducerStart", a_start / 1e3, eid(aid), aid, host=host, delta=delta))
-    out.append(E.task_attempt(kind, a_finish / 1e3, eid(aid, 1), aid, host=host,
-                              period=(a_finish - a_start) / 1e3, status=status, delta=delta))
+    out.append(
+        E.task_attempt(
+            kind,
+            a_finish / 1e3,
+            eid(aid, 1),
+            aid,
+            host=host,
+            period=(a_finish - a_start) / 1e3,
+            status=status,
+            delta=delta,
+        )
+    )
     if kind == "r":
-        out.append(E.reducer_edge("ReducerEnd", a_finish / 1e3, eid(aid, 2), aid, host=host, delta=delta,
-                                  status=status))
+        out.append(
+            E.reducer_edge("ReducerEnd", a_finish / 1e3, eid(aid, 2), aid, host=host, delta=delta, status=status)
+        )
     elif status == "SUCCEEDED" and reduces > 0:
         size = _materialized((counters or {}).get(aid))
         if size is not None:
-            out.append(E.data_io(a_finish / 1e3, eid(aid, 3), job_id=parsed[0], task_id=parsed[1], size=size,
-                                 delta=delta, map_attempt=aid, host=host))
+            out.append(
+                E.data_io(
+                    a_finish / 1e3,
+                    eid(aid, 3),
+                    job_id=parsed[0],
+                    task_id=parsed[1],
+                    size=size,
+                    delta=delta,
+                    map_attempt=aid,
+                    host=host,
+                )
+            )
     return out
 
 
@@ -127,8 +183,13 @@ def _get_json(url: str, timeout: float) -> Any:
 
 
 def fetch_job_events(
-    server: str, job_id: str, *, timeout: float = 10.0, delta: float = E.DEFAULT_DELTA,
-    deadletter: DeadLetterSink | None = None, get: Callable[[str, float], Any] = _get_json,
+    server: str,
+    job_id: str,
+    *,
+    timeout: float = 10.0,
+    delta: float = E.DEFAULT_DELTA,
+    deadletter: DeadLetterSink | None = None,
+    get: Callable[[str, float], Any] = _get_json,
 ) -> list[E.Event]:
     """Fetch one finished job from the history server at ``server`` (``http://host:19888``) and convert it."""
     base = f"{server.rstrip('/')}{_BASE}/{job_id}"
@@ -143,5 +204,6 @@ def fetch_job_events(
             for att in (doc.get("taskAttempts") or {}).get("taskAttempt") or []:
                 if att.get("state") == "SUCCEEDED":
                     counters[att["id"]] = get(f"{base}/tasks/{task['id']}/attempts/{att['id']}/counters", timeout)
-    return events_from_documents(job_doc, attempt_docs, source=base, counters=counters, delta=delta,
-                                 deadletter=deadletter)
+    return events_from_documents(
+        job_doc, attempt_docs, source=base, counters=counters, delta=delta, deadletter=deadletter
+    )

@@ -108,8 +108,14 @@ class Tailer:
                 if f.dev:  # was followed, then forgotten (deleted long ago)
                     files.pop(path, None)
                 continue
-            files[path] = {"dev": f.dev, "ino": f.ino, "gen": f.gen, "offset": f.offset, "lineno": f.lineno,
-                           "head": f.head}
+            files[path] = {
+                "dev": f.dev,
+                "ino": f.ino,
+                "gen": f.gen,
+                "offset": f.offset,
+                "lineno": f.lineno,
+                "head": f.head,
+            }
         self._saved = files
         data = {"version": 1, "files": files, "extra": self.extra}
         directory = os.path.dirname(os.path.abspath(self.state_path))
@@ -178,8 +184,9 @@ class Tailer:
                 handle = open(old, "rb")  # noqa: SIM115 - kept in f.retired until drained
                 offset = int(saved.get("offset", 0))
                 start = 0 if self.replay else offset
-                f.retired.append((handle, int(saved.get("gen", 0)), start, offset,
-                                  0 if self.replay else int(saved.get("lineno", 0))))
+                f.retired.append(
+                    (handle, int(saved.get("gen", 0)), start, offset, 0 if self.replay else int(saved.get("lineno", 0)))
+                )
                 self._drain_retired(f, out)
             f.gen = int(saved.get("gen", 0)) + 1
             self._start(f, st, resume=None)

@@ -192,12 +192,26 @@ class ReduceLogParser(Log4jParser):
             extra["partial"] = True
         return [
             E.data_pull(
-                end, self.ctx.eid(pull.loc), job_id=job_id, task_id=task_id, map_attempt=pull.map_attempt, host=host,
-                period=end - pull.start, nbytes=pull.length, delta=self.ctx.delta, decomp=pull.decomp, **extra,
+                end,
+                self.ctx.eid(pull.loc),
+                job_id=job_id,
+                task_id=task_id,
+                map_attempt=pull.map_attempt,
+                host=host,
+                period=end - pull.start,
+                nbytes=pull.length,
+                delta=self.ctx.delta,
+                decomp=pull.decomp,
+                **extra,
             ),
             E.data_io(
-                end, self.ctx.eid(pull.loc, 1), job_id=job_id, task_id=task_id, size=-pull.length,
-                delta=self.ctx.delta, map_attempt=pull.map_attempt,
+                end,
+                self.ctx.eid(pull.loc, 1),
+                job_id=job_id,
+                task_id=task_id,
+                size=-pull.length,
+                delta=self.ctx.delta,
+                map_attempt=pull.map_attempt,
             ),
         ]
 

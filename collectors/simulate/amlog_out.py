@@ -52,9 +52,15 @@ class AmLogWriter:
         t = ms(job.am_start)
         log(t, "main", _MRAM, f"Created MRAppMaster for application appattempt_{job.cts}_{job.seq:04d}_000001")
         log(t + 390, "main", _MRAM, "Executing with tokens:")
-        log(t + 391, "main", _MRAM, (
-            f"Kind: YARN_AM_RM_TOKEN, Service: , Ident: (appAttemptId {{ application_id {{ id: {job.seq} "
-            f"cluster_timestamp: {job.cts} }} attemptId: 1 }} keyId: {-1_000_000_000 - job.seq * 7919})"))
+        log(
+            t + 391,
+            "main",
+            _MRAM,
+            (
+                f"Kind: YARN_AM_RM_TOKEN, Service: , Ident: (appAttemptId {{ application_id {{ id: {job.seq} "
+                f"cluster_timestamp: {job.cts} }} attemptId: 1 }} keyId: {-1_000_000_000 - job.seq * 7919})"
+            ),
+        )
         log(t + 610, "main", _MRAM, "OutputCommitter set in config null")
         log(t + 680, "main", _MRAM, "OutputCommitter is org.apache.hadoop.mapreduce.lib.output.FileOutputCommitter")
         log(t + 790, "main", _JHEH, "Emitting job history data to the timeline server is not enabled")
@@ -77,15 +83,23 @@ class AmLogWriter:
                 log(t + 3, _AD, _TASKIMPL, f"{job.task_id(kind, task)} Task Transitioned from NEW to SCHEDULED")
         for kind, count in (("m", job.maps), ("r", job.reduces)):
             for task in range(count):
-                log(t + 5, _AD, _TAIMPL, f"{job.attempt_id(kind, task, 0)} TaskAttempt Transitioned from NEW to "
-                    "UNASSIGNED")
+                log(
+                    t + 5,
+                    _AD,
+                    _TAIMPL,
+                    f"{job.attempt_id(kind, task, 0)} TaskAttempt Transitioned from NEW to UNASSIGNED",
+                )
         log(t + 60, "eventHandlingThread", _JHEH, f"Event Writer setup for JobId: {jid}, File: {staging}/{jid}_1.jhist")
         if job.slowstart_at is not None:
             log(ms(job.slowstart_at) + 5, _RMC, _ALLOC, "Reduce slow start threshold reached. Scheduling reduces.")
         first_reduce = next((a for a in job.attempts if a.kind == "r"), None)
         if first_reduce is not None:
-            log(ms(first_reduce.assigned) - 1, _RMC, _ALLOC,
-                f"All maps assigned. Ramping up all remaining reduces:{job.reduces}")
+            log(
+                ms(first_reduce.assigned) - 1,
+                _RMC,
+                _ALLOC,
+                f"All maps assigned. Ramping up all remaining reduces:{job.reduces}",
+            )
         completed = 0
         winners: dict[tuple[str, int], Attempt] = {}
         for att in sorted(job.attempts, key=lambda a: (a.end, a.container)):
@@ -107,28 +121,36 @@ class AmLogWriter:
         log(t - 10, _AD, _JOBIMPL, "Calling handler for JobFinishedEvent ")
         log(t, _AD, _JOBIMPL, f"{jid}Job Transitioned from COMMITTING to {job.status}")
         done_dir = f"{_NN}/mr-history/tmp/{user}"
-        for k, (cls, msg) in enumerate((
-            (_MRAM, "We are finishing cleanly so this is the last retry"),
-            (_MRAM, "Notify RMCommunicator isAMLastRetry: true"),
-            (_COMM, "RMCommunicator notified that shouldUnregistered is: true"),
-            (_MRAM, "Notify JHEH isAMLastRetry: true"),
-            (_JHEH, "JobHistoryEventHandler notified that forceJobCompletion is true"),
-            (_MRAM, "Calling stop for all the services"),
-            (_JHEH, "Stopping JobHistoryEventHandler. Size of the outstanding queue size is 0"),
-            (_JHEH, f"Copying {staging}/{jid}_1.jhist to {done_dir}/{jhist_name}_tmp"),
-            (_JHEH, f"Copied to done location: {done_dir}/{jhist_name}_tmp"),
-            (_JHEH, f"Moved tmp to done: {done_dir}/{jhist_name}_tmp to {done_dir}/{jhist_name}"),
-            (_JHEH, "Stopped JobHistoryEventHandler. super.stop()"),
-            (_COMM, "Setting job diagnostics to "),
-            (_COMM, f"History url is http://nn01.hcep.local:19888/jobhistory/job/{jid}"),
-            (_COMM, "Waiting for application to be successfully unregistered."),
-        )):
+        for k, (cls, msg) in enumerate(
+            (
+                (_MRAM, "We are finishing cleanly so this is the last retry"),
+                (_MRAM, "Notify RMCommunicator isAMLastRetry: true"),
+                (_COMM, "RMCommunicator notified that shouldUnregistered is: true"),
+                (_MRAM, "Notify JHEH isAMLastRetry: true"),
+                (_JHEH, "JobHistoryEventHandler notified that forceJobCompletion is true"),
+                (_MRAM, "Calling stop for all the services"),
+                (_JHEH, "Stopping JobHistoryEventHandler. Size of the outstanding queue size is 0"),
+                (_JHEH, f"Copying {staging}/{jid}_1.jhist to {done_dir}/{jhist_name}_tmp"),
+                (_JHEH, f"Copied to done location: {done_dir}/{jhist_name}_tmp"),
+                (_JHEH, f"Moved tmp to done: {done_dir}/{jhist_name}_tmp to {done_dir}/{jhist_name}"),
+                (_JHEH, "Stopped JobHistoryEventHandler. super.stop()"),
+                (_COMM, "Setting job diagnostics to "),
+                (_COMM, f"History url is http://nn01.hcep.local:19888/jobhistory/job/{jid}"),
+                (_COMM, "Waiting for application to be successfully unregistered."),
+            )
+        ):
             log(t + 2 + 9 * k, "Thread-72", cls, msg)
         maps_launched = sum(1 for a in job.attempts if a.kind == "m")
-        log(t + 1150, "Thread-72", _ALLOC, (
-            f"Final Stats: PendingReds:0 ScheduledMaps:0 ScheduledReds:0 AssignedMaps:{maps_launched} "
-            f"AssignedReds:{job.reduces} CompletedMaps:{job.maps} CompletedReds:{job.reduces} "
-            f"ContAlloc:{len(job.attempts)} ContRel:0 HostLocal:{maps_launched} RackLocal:0"))
+        log(
+            t + 1150,
+            "Thread-72",
+            _ALLOC,
+            (
+                f"Final Stats: PendingReds:0 ScheduledMaps:0 ScheduledReds:0 AssignedMaps:{maps_launched} "
+                f"AssignedReds:{job.reduces} CompletedMaps:{job.maps} CompletedReds:{job.reduces} "
+                f"ContAlloc:{len(job.attempts)} ContRel:0 HostLocal:{maps_launched} RackLocal:0"
+            ),
+        )
         log(t + 1160, "Thread-72", _MRAM, f"Deleting staging directory {staging}")
         path = container_dir(self.root, hosts[job.am_node], job, 1) + "/syslog"
         write_text(path, render(lines))
@@ -143,10 +165,18 @@ class AmLogWriter:
         handler = f"IPC Server handler {att.container % 30} on {port}"
         if att.redundant_at is not None:
             r = ms(att.redundant_at)
-            log(r - 2, "DefaultSpeculator background processing", _SPEC,
-                f"DefaultSpeculator.addSpeculativeAttempt -- we are speculating {tid}")
-            log(r - 1, "DefaultSpeculator background processing", _SPEC,
-                "We launched 1 speculations.  Sleeping 15000 milliseconds.")
+            log(
+                r - 2,
+                "DefaultSpeculator background processing",
+                _SPEC,
+                f"DefaultSpeculator.addSpeculativeAttempt -- we are speculating {tid}",
+            )
+            log(
+                r - 1,
+                "DefaultSpeculator background processing",
+                _SPEC,
+                "We launched 1 speculations.  Sleeping 15000 milliseconds.",
+            )
             log(r, _AD, _TASKIMPL, f"Scheduling a redundant attempt for task {tid}")
             log(r + 1, _AD, _TAIMPL, f"{aid} TaskAttempt Transitioned from NEW to UNASSIGNED")
         a = ms(att.assigned)
@@ -154,8 +184,12 @@ class AmLogWriter:
         e = ms(att.end)
         log(a, _RMC, _ALLOC, f"Assigned container {cid} to {aid}")
         log(a + 20, _AD, _TAIMPL, f"{aid} TaskAttempt Transitioned from UNASSIGNED to ASSIGNED")
-        log(a + 22, launcher, _LAUNCHER,
-            f"Processing the event EventType: CONTAINER_REMOTE_LAUNCH for container {cid} taskAttempt {aid}")
+        log(
+            a + 22,
+            launcher,
+            _LAUNCHER,
+            f"Processing the event EventType: CONTAINER_REMOTE_LAUNCH for container {cid} taskAttempt {aid}",
+        )
         log(a + 23, launcher, _LAUNCHER, f"Launching {aid}")
         log(a + 25, launcher, _PROXY, f"Opening proxy : {host}:45454")
         log(s - 2, launcher, _LAUNCHER, f"Shuffle port returned by ContainerManager for {aid} : 13562")
@@ -171,8 +205,12 @@ class AmLogWriter:
             log(e - 20, handler, _LISTENER, f"Progress of TaskAttempt {aid} is : 1.0")
             log(e - 18, handler, _LISTENER, f"Done acknowledgement from {aid}")
             log(e - 15, _AD, _TAIMPL, f"{aid} TaskAttempt Transitioned from RUNNING to SUCCESS_CONTAINER_CLEANUP")
-            log(e - 14, launcher, _LAUNCHER,
-                f"Processing the event EventType: CONTAINER_REMOTE_CLEANUP for container {cid} taskAttempt {aid}")
+            log(
+                e - 14,
+                launcher,
+                _LAUNCHER,
+                f"Processing the event EventType: CONTAINER_REMOTE_CLEANUP for container {cid} taskAttempt {aid}",
+            )
             log(e - 13, launcher, _LAUNCHER, f"KILLING {aid}")
             log(e, _AD, _TAIMPL, f"{aid} TaskAttempt Transitioned from SUCCESS_CONTAINER_CLEANUP to SUCCEEDED")
             log(e + 2, _AD, _TASKIMPL, f"Task succeeded with attempt {aid}")
@@ -195,6 +233,7 @@ class AmLogWriter:
             k = e - 40
             log(k, _AD, _TAIMPL, f"{aid} TaskAttempt Transitioned from RUNNING to KILL_CONTAINER_CLEANUP")
             log(k + 2, launcher, _LAUNCHER, f"KILLING {aid}")
-            log(k + 30, _AD, _TAIMPL,
-                f"{aid} TaskAttempt Transitioned from KILL_CONTAINER_CLEANUP to KILL_TASK_CLEANUP")
+            log(
+                k + 30, _AD, _TAIMPL, f"{aid} TaskAttempt Transitioned from KILL_CONTAINER_CLEANUP to KILL_TASK_CLEANUP"
+            )
             log(e, _AD, _TAIMPL, f"{aid} TaskAttempt Transitioned from KILL_TASK_CLEANUP to KILLED")

@@ -89,8 +89,13 @@ def choose(
 def _params(kind: str, maps: int, reduces: int, cfg: SimConfig, rng: random.Random) -> dict[str, Any]:
     plant: dict[str, Any] = {"kind": kind}
     if kind == "skewed_mapper":
-        plant.update(task=rng.randrange(maps), factor=rng.uniform(5.0, 8.0), extra=rng.uniform(120.0, 300.0),
-                     flavor=rng.choice(("slow_node", "expensive_split")), spec_wait=rng.uniform(150.0, 240.0))
+        plant.update(
+            task=rng.randrange(maps),
+            factor=rng.uniform(5.0, 8.0),
+            extra=rng.uniform(120.0, 300.0),
+            flavor=rng.choice(("slow_node", "expensive_split")),
+            spec_wait=rng.uniform(150.0, 240.0),
+        )
     elif kind == "skewed_reducer":
         plant.update(task=rng.randrange(reduces), factor=rng.uniform(5.0, 8.0), extra=rng.uniform(120.0, 300.0))
     elif kind == "slow_pull":

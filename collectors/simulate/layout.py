@@ -65,7 +65,14 @@ def jhist_path(root: str, job: Job, finished_maps: int, finished_reduces: int) -
         f"{job.status}-{job.queue}-{ms(job.launch)}.jhist"
     )
     return os.path.join(
-        root, "hadoop", "history", "done", f"{day.tm_year:04d}", f"{day.tm_mon:02d}", f"{day.tm_mday:02d}", serial,
+        root,
+        "hadoop",
+        "history",
+        "done",
+        f"{day.tm_year:04d}",
+        f"{day.tm_mon:02d}",
+        f"{day.tm_mday:02d}",
+        serial,
         fname,
     )
 

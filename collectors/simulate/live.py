@@ -76,16 +76,48 @@ def showcase(cfg: SimConfig, rng: random.Random) -> list[Showcase]:
     n = cfg.nodes
     peak = 4.0 * cfg.imbalance_threshold * n / math.sqrt(n - 1)
     return [
-        Showcase("unbalancing_reducer", 2.0, 4, 1, 120, 20,
-                 {"task": 0, "runtime": rng.uniform(30.0, 34.0), "peak": peak, "rise": RISE}),
-        Showcase("skewed_mapper", 4.0, 8, 0, 180, 0,  # map-only: its straggler is the job's slowest task
-                 {"task": rng.randrange(2, 8), "factor": rng.uniform(5.5, 7.0), "extra": rng.uniform(125.0, 150.0),
-                  "flavor": "expensive_split"}),
-        Showcase("slow_pull", 6.0, 12, 2, 100, 30,
-                 {"task": rng.randrange(2), "factor": rng.uniform(8.0, 12.0), "extra": rng.uniform(30.0, 40.0)}),
+        Showcase(
+            "unbalancing_reducer",
+            2.0,
+            4,
+            1,
+            120,
+            20,
+            {"task": 0, "runtime": rng.uniform(30.0, 34.0), "peak": peak, "rise": RISE},
+        ),
+        Showcase(
+            "skewed_mapper",
+            4.0,
+            8,
+            0,
+            180,
+            0,  # map-only: its straggler is the job's slowest task
+            {
+                "task": rng.randrange(2, 8),
+                "factor": rng.uniform(5.5, 7.0),
+                "extra": rng.uniform(125.0, 150.0),
+                "flavor": "expensive_split",
+            },
+        ),
+        Showcase(
+            "slow_pull",
+            6.0,
+            12,
+            2,
+            100,
+            30,
+            {"task": rng.randrange(2), "factor": rng.uniform(8.0, 12.0), "extra": rng.uniform(30.0, 40.0)},
+        ),
         Showcase("queued_output", 8.0, 12, 4, 100, 250, {"delay": rng.uniform(190.0, 220.0)}),
-        Showcase("skewed_reducer", 10.0, 4, 5, 100, 100,
-                 {"task": rng.randrange(5), "factor": rng.uniform(5.0, 6.5), "extra": rng.uniform(125.0, 150.0)}),
+        Showcase(
+            "skewed_reducer",
+            10.0,
+            4,
+            5,
+            100,
+            100,
+            {"task": rng.randrange(5), "factor": rng.uniform(5.0, 6.5), "extra": rng.uniform(125.0, 150.0)},
+        ),
     ]
 
 
@@ -105,33 +137,57 @@ def scenario_jobs(
             if pick.random() >= keep:
                 continue
             maps = min(cfg.max_maps, max(1, math.ceil(tj.input_bytes / cfg.split_bytes)))
-            reduces = 0 if tj.shuffle_bytes <= 0 else min(
-                cfg.max_reduces, max(1, math.ceil(tj.shuffle_bytes / cfg.reduce_bytes)))
+            reduces = (
+                0
+                if tj.shuffle_bytes <= 0
+                else min(cfg.max_reduces, max(1, math.ceil(tj.shuffle_bytes / cfg.reduce_bytes)))
+            )
             entries.append((tj.submit, tj, maps, reduces, {}))
         rounds = 0
         t = 0.0
         while t < span:
             rounds += 1
             for s in showcase(cfg, pick):
-                tj = swim.TraceJob(f"showcase_{s.kind}.{rounds}", t + s.offset, s.maps * s.split_mb * MB,
-                                   s.maps * s.out_mb * MB, s.maps * s.out_mb * MB // 2)
+                tj = swim.TraceJob(
+                    f"showcase_{s.kind}.{rounds}",
+                    t + s.offset,
+                    s.maps * s.split_mb * MB,
+                    s.maps * s.out_mb * MB,
+                    s.maps * s.out_mb * MB // 2,
+                )
                 entries.append((t + s.offset, tj, s.maps, s.reduces, {"kind": s.kind, **s.plant}))
             t += showcase_every if showcase_every > 0 else math.inf
         entries.sort(key=lambda e: e[0])
-        jobs = [new_job(cfg, i, tj, submit, maps, reduces, plant)
-                for i, (submit, tj, maps, reduces, plant) in enumerate(entries)]
+        jobs = [
+            new_job(cfg, i, tj, submit, maps, reduces, plant)
+            for i, (submit, tj, maps, reduces, plant) in enumerate(entries)
+        ]
         return jobs, dict.fromkeys(KINDS, rounds)
 
     return make
 
 
-def live_config(nodes: int = 20, minutes: float = 60.0, seed: int = 1, start: float | None = None,
-                sample_step: float = 5.0, trace_offset_hours: float = 9.0, **extra: Any) -> SimConfig:
+def live_config(
+    nodes: int = 20,
+    minutes: float = 60.0,
+    seed: int = 1,
+    start: float | None = None,
+    sample_step: float = 5.0,
+    trace_offset_hours: float = 9.0,
+    **extra: Any,
+) -> SimConfig:
     """The live scenario's settings: ``start`` (default: a few seconds from now, on the sample grid)."""
     if start is None:
         start = math.ceil((time.time() + LEAD) / sample_step) * sample_step
-    return SimConfig(nodes=nodes, hours=minutes / 60.0, seed=seed, start=start, sample_step=sample_step,
-                     trace_offset_hours=trace_offset_hours, **extra)
+    return SimConfig(
+        nodes=nodes,
+        hours=minutes / 60.0,
+        seed=seed,
+        start=start,
+        sample_step=sample_step,
+        trace_offset_hours=trace_offset_hours,
+        **extra,
+    )
 
 
 def plan(cfg: SimConfig, out_dir: str, *, showcase_every: float = 600.0, keep: float = 0.25) -> dict[str, Any]:
@@ -179,8 +235,13 @@ def _jhist_time(line: str) -> float | None:
         return None
     if not isinstance(event, dict) or not isinstance(event.get("event"), dict):
         return None
-    times = [v for record in event["event"].values() if isinstance(record, dict)
-             for k, v in record.items() if k.endswith("Time") and isinstance(v, int)]
+    times = [
+        v
+        for record in event["event"].values()
+        if isinstance(record, dict)
+        for k, v in record.items()
+        if k.endswith("Time") and isinstance(v, int)
+    ]
     return max(times) / 1000.0 if times else None
 
 
@@ -250,9 +311,18 @@ class PlayStats:
 class Player:
     """Plays a plan into ``out_dir`` on the wall clock until it is done or :meth:`stop` is called."""
 
-    def __init__(self, plan_dir: str, out_dir: str, *, gmond: str | None = None, cluster: str = "hadoop",
-                 clock: Callable[[], float] = time.time, tick: float = 0.1,
-                 send: Callable[..., None] | None = None, log: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        plan_dir: str,
+        out_dir: str,
+        *,
+        gmond: str | None = None,
+        cluster: str = "hadoop",
+        clock: Callable[[], float] = time.time,
+        tick: float = 0.1,
+        send: Callable[..., None] | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
         self.plan_dir = plan_dir
         self.out_dir = out_dir
         self.gmond = gmond
@@ -327,8 +397,12 @@ class Player:
                 if send is not None:
                     send(self.gmond, samples)
                 for s_ts, host, metric, value in samples:
-                    out.write(json.dumps({"ts": s_ts, "cluster": self.cluster, "host": host, "metric": metric,
-                                          "value": value}) + "\n")
+                    out.write(
+                        json.dumps(
+                            {"ts": s_ts, "cluster": self.cluster, "host": host, "metric": metric, "value": value}
+                        )
+                        + "\n"
+                    )
                 out.flush()
                 self.stats.rounds += 1
 
@@ -366,18 +440,28 @@ def first_planted(truth: dict[str, Any], kind: str) -> dict[str, Any] | None:
 def describe(truth: dict[str, Any], start: float) -> Iterator[str]:
     """One line per planted anomaly of the first showcase round: what it is and when it shows (seconds from start)."""
     if (a := first_planted(truth, "unbalancing_reducer")) is not None:
-        yield (f"load imbalance: reducer {a['task_id']} on {a['host']} drives its host's load up from "
-               f"+{a['start'] - start:.0f}s to +{a['end'] - start:.0f}s (load std-dev up to "
-               f"{a['load_std_max_during']}; balanced again at +{(a['rebalanced_at'] or a['end']) - start:.0f}s)")
+        yield (
+            f"load imbalance: reducer {a['task_id']} on {a['host']} drives its host's load up from "
+            f"+{a['start'] - start:.0f}s to +{a['end'] - start:.0f}s (load std-dev up to "
+            f"{a['load_std_max_during']}; balanced again at +{(a['rebalanced_at'] or a['end']) - start:.0f}s)"
+        )
     if (a := first_planted(truth, "skewed_mapper")) is not None:
-        yield (f"straggling mapper: {a['task_id']} of {a['job_id']} takes {a['duration']:.0f}s against a median of "
-               f"{a['median']:.0f}s (ends at +{a['end'] - start:.0f}s)")
+        yield (
+            f"straggling mapper: {a['task_id']} of {a['job_id']} takes {a['duration']:.0f}s against a median of "
+            f"{a['median']:.0f}s (ends at +{a['end'] - start:.0f}s)"
+        )
     if (a := first_planted(truth, "slow_pull")) is not None:
-        yield (f"slow shuffle pull: reducer {a['task_id']} waits {a['period']:.1f}s for map output of "
-               f"{a['map_task']} from {a['host']} (earlier pulls {a['mean_before']:.2f}s) at +{a['ts'] - start:.0f}s")
+        yield (
+            f"slow shuffle pull: reducer {a['task_id']} waits {a['period']:.1f}s for map output of "
+            f"{a['map_task']} from {a['host']} (earlier pulls {a['mean_before']:.2f}s) at +{a['ts'] - start:.0f}s"
+        )
     if (a := first_planted(truth, "queued_output")) is not None:
-        yield (f"queued map output: {a['job_id']} holds {a['peak_queued_bytes'] / MB:.0f} MiB of map output for "
-               f"{a['held_for']:.0f}s before its reducers fetch it (held since +{a['start'] - start:.0f}s)")
+        yield (
+            f"queued map output: {a['job_id']} holds {a['peak_queued_bytes'] / MB:.0f} MiB of map output for "
+            f"{a['held_for']:.0f}s before its reducers fetch it (held since +{a['start'] - start:.0f}s)"
+        )
     if (a := first_planted(truth, "skewed_reducer")) is not None:
-        yield (f"straggling reducer: {a['task_id']} of {a['job_id']} takes {a['duration']:.0f}s against a median of "
-               f"{a['median']:.0f}s (ends at +{a['end'] - start:.0f}s)")
+        yield (
+            f"straggling reducer: {a['task_id']} of {a['job_id']} takes {a['duration']:.0f}s against a median of "
+            f"{a['median']:.0f}s (ends at +{a['end'] - start:.0f}s)"
+        )

@@ -34,8 +34,12 @@ class Cluster:
     ``on_job(job)`` when a job ends (the writers hook in there)."""
 
     def __init__(
-        self, cfg: SimConfig, jobs: list[Job], loads: LoadRecorder,
-        on_reducer: Callable[[Job, Attempt, shuffle_mod.Shuffle], None], on_job: Callable[[Job], None],
+        self,
+        cfg: SimConfig,
+        jobs: list[Job],
+        loads: LoadRecorder,
+        on_reducer: Callable[[Job, Attempt, shuffle_mod.Shuffle], None],
+        on_job: Callable[[Job], None],
         on_progress: Callable[[float], None] | None = None,
     ) -> None:
         self.cfg = cfg
@@ -132,7 +136,8 @@ class Cluster:
                 self._start_map(job, task, n, False)
                 continue
             if (
-                job.reduces_ready and job.next_reduce < job.reduces
+                job.reduces_ready
+                and job.next_reduce < job.reduces
                 and (job.hold_until is None or self.now >= job.hold_until)
             ):
                 self._start_reduce(job)
@@ -171,7 +176,9 @@ class Cluster:
         job.map_running.setdefault(task, []).append(att)
         split = job.split_bytes(task)
         duration = (
-            1.0 + rng.uniform(0.5, 1.5) + split / (cfg.map_rate * rng.lognormvariate(0.0, 0.2))
+            1.0
+            + rng.uniform(0.5, 1.5)
+            + split / (cfg.map_rate * rng.lognormvariate(0.0, 0.2))
             + job.map_out[task] / 150e6
         )
         status = "SUCCEEDED"
@@ -252,7 +259,9 @@ class Cluster:
     def _lay_out_reducer(self, job: Job, att: Attempt) -> None:
         cfg, rng, plant = self.cfg, job.rng, job.plant
         planted = plant.get("task") == att.task and plant.get("kind") in (
-            "slow_pull", "skewed_reducer", "unbalancing_reducer"
+            "slow_pull",
+            "skewed_reducer",
+            "unbalancing_reducer",
         )
         kind = plant.get("kind") if planted else None
         stall = (plant.get("factor", 10.0), plant.get("extra", 30.0)) if kind == "slow_pull" else None

@@ -40,8 +40,9 @@ def make_jobs(cfg: SimConfig) -> tuple[list[Job], dict[str, int]]:
     sizes = []
     for tj in window:
         maps = min(cfg.max_maps, max(1, math.ceil(tj.input_bytes / cfg.split_bytes)))
-        reduces = 0 if tj.shuffle_bytes <= 0 else min(cfg.max_reduces, max(1, math.ceil(tj.shuffle_bytes /
-                                                                                        cfg.reduce_bytes)))
+        reduces = (
+            0 if tj.shuffle_bytes <= 0 else min(cfg.max_reduces, max(1, math.ceil(tj.shuffle_bytes / cfg.reduce_bytes)))
+        )
         sizes.append((tj.submit, maps, reduces, tj.shuffle_bytes if reduces else 0))
     plants, wanted = anomalies.choose(sizes, cfg, random.Random(f"plants/{cfg.seed}"))
     jobs = [
@@ -51,16 +52,27 @@ def make_jobs(cfg: SimConfig) -> tuple[list[Job], dict[str, int]]:
     return jobs, wanted
 
 
-def new_job(cfg: SimConfig, i: int, tj: swim.TraceJob, submit: float, maps: int, reduces: int,
-            plant: dict[str, Any]) -> Job:
+def new_job(
+    cfg: SimConfig, i: int, tj: swim.TraceJob, submit: float, maps: int, reduces: int, plant: dict[str, Any]
+) -> Job:
     """Job number ``i`` (0-based, in submit order) of the run: trace job ``tj`` submitted ``submit`` seconds after
     the window start, with ``maps`` and ``reduces`` tasks and a planted anomaly (``plant``, may be empty)."""
     rng = random.Random(f"job/{cfg.seed}/{i}")
     user = rng.choice(_USERS)
     job = Job(
-        idx=i, seq=i + 1, name=f"swim_{tj.name}", user=user, queue=_QUEUES.get(user, "default"),
-        submit=cfg.start + submit, maps=maps, reduces=reduces, input_bytes=max(tj.input_bytes, 1),
-        shuffle_bytes=tj.shuffle_bytes, output_bytes=tj.output_bytes, rng=rng, cts=ms(cfg.start) - 3_600_000,
+        idx=i,
+        seq=i + 1,
+        name=f"swim_{tj.name}",
+        user=user,
+        queue=_QUEUES.get(user, "default"),
+        submit=cfg.start + submit,
+        maps=maps,
+        reduces=reduces,
+        input_bytes=max(tj.input_bytes, 1),
+        shuffle_bytes=tj.shuffle_bytes,
+        output_bytes=tj.output_bytes,
+        rng=rng,
+        cts=ms(cfg.start) - 3_600_000,
         plant=dict(plant),
     )
     per_map = tj.shuffle_bytes / maps
@@ -75,7 +87,11 @@ def new_job(cfg: SimConfig, i: int, tj: swim.TraceJob, submit: float, maps: int,
 
 
 def simulate(
-    cfg: SimConfig, out_dir: str, *, ganglia: str = "rrd", gmond: str | None = None,
+    cfg: SimConfig,
+    out_dir: str,
+    *,
+    ganglia: str = "rrd",
+    gmond: str | None = None,
     warn: Callable[[str], None] | None = None,
     jobs_factory: Callable[[SimConfig], tuple[list[Job], dict[str, int]]] = make_jobs,
 ) -> dict[str, Any]:
@@ -138,8 +154,13 @@ def simulate(
     planted = truth["planted_per_kind"]
     listed = {k: len(v) for k, v in truth["anomalies"].items()}
     return {
-        "jobs": len(jobs), "files": written, "samples": len(samples), "planted": planted, "anomalies": listed,
-        "counts": truth["counts"], "seconds": round(time.perf_counter() - started, 2),
+        "jobs": len(jobs),
+        "files": written,
+        "samples": len(samples),
+        "planted": planted,
+        "anomalies": listed,
+        "counts": truth["counts"],
+        "seconds": round(time.perf_counter() - started, 2),
     }
 
 
@@ -147,8 +168,10 @@ def _write_samples(path: str, samples: list[tuple[float, str, str, float]], clus
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
         for ts, host, metric, value in samples:
-            handle.write(f'{{"ts": {ts!r}, "cluster": "{cluster}", "host": "{host}", "metric": "{metric}", '
-                         f'"value": {value!r}}}\n')
+            handle.write(
+                f'{{"ts": {ts!r}, "cluster": "{cluster}", "host": "{host}", "metric": "{metric}", '
+                f'"value": {value!r}}}\n'
+            )
 
 
 def _ganglia(mode: str, gmond: str | None, out_dir: str, cluster: str, samples: list, warn: Callable) -> None:

@@ -65,8 +65,11 @@ def window(name: str, hours: float, nodes: int, offset_hours: float = 0.0) -> li
             if start <= t < end:
                 out.append(
                     TraceJob(
-                        f"{job.name}" if cycle == 0 else f"{job.name}.{cycle}", t - start,
-                        int(job.input_bytes * scale), int(job.shuffle_bytes * scale), int(job.output_bytes * scale),
+                        f"{job.name}" if cycle == 0 else f"{job.name}.{cycle}",
+                        t - start,
+                        int(job.input_bytes * scale),
+                        int(job.shuffle_bytes * scale),
+                        int(job.output_bytes * scale),
                     )
                 )
         cycle += 1

@@ -50,23 +50,42 @@ class ReduceLogWriter:
             (980, "org.apache.hadoop.metrics2.impl.MetricsSystemImpl: Scheduled snapshot period at 10 second(s)."),
             (980, "org.apache.hadoop.metrics2.impl.MetricsSystemImpl: ReduceTask metrics system started"),
             (995, "org.apache.hadoop.mapred.YarnChild: Executing with tokens:"),
-            (995, f"org.apache.hadoop.mapred.YarnChild: Kind: mapreduce.job, Service: {jid}, Ident: "
-             f"(org.apache.hadoop.mapreduce.security.token.JobTokenIdentifier@{(job.seq * 2654435761) % 2**31:x})"),
+            (
+                995,
+                f"org.apache.hadoop.mapred.YarnChild: Kind: mapreduce.job, Service: {jid}, Ident: "
+                f"(org.apache.hadoop.mapreduce.security.token.JobTokenIdentifier@{(job.seq * 2654435761) % 2**31:x})",
+            ),
             (1050, "org.apache.hadoop.mapred.YarnChild: Sleeping for 0ms before retrying again. Got null now."),
-            (1100, "org.apache.hadoop.mapred.YarnChild: mapreduce.cluster.local.dir for child: "
-             f"/data/1/yarn/local/usercache/{job.user}/appcache/{job.app_id}"),
-            (1150, "org.apache.hadoop.conf.Configuration.deprecation: session.id is deprecated. Instead, use "
-             "dfs.metrics.session-id"),
+            (
+                1100,
+                "org.apache.hadoop.mapred.YarnChild: mapreduce.cluster.local.dir for child: "
+                f"/data/1/yarn/local/usercache/{job.user}/appcache/{job.app_id}",
+            ),
+            (
+                1150,
+                "org.apache.hadoop.conf.Configuration.deprecation: session.id is deprecated. Instead, use "
+                "dfs.metrics.session-id",
+            ),
             (1200, "org.apache.hadoop.mapred.Task:  Using ResourceCalculatorProcessTree : [ ]"),
         )
         for offset, body in head_lines:
             add(((min(s + offset, ev - 20) << 20) + seq, main + body))
             seq += 1
-        add((((ev - 15) << 20) + seq, main + "org.apache.hadoop.mapred.ReduceTask: Using ShuffleConsumerPlugin: "
-             f"{_R}Shuffle@{(att.container * 40503) % 2**31:x}"))
-        add((((ev - 5) << 20) + seq + 1, main + f"{_R}MergeManagerImpl: MergerManager: memoryLimit={_MEMORY_LIMIT}, "
-             f"maxSingleShuffleLimit={_MAX_SINGLE}, mergeThreshold={_MERGE_THRESHOLD}, ioSortFactor=10, "
-             "memToMemMergeOutputsThreshold=10"))
+        add(
+            (
+                ((ev - 15) << 20) + seq,
+                main + "org.apache.hadoop.mapred.ReduceTask: Using ShuffleConsumerPlugin: "
+                f"{_R}Shuffle@{(att.container * 40503) % 2**31:x}",
+            )
+        )
+        add(
+            (
+                ((ev - 5) << 20) + seq + 1,
+                main + f"{_R}MergeManagerImpl: MergerManager: memoryLimit={_MEMORY_LIMIT}, "
+                f"maxSingleShuffleLimit={_MAX_SINGLE}, mergeThreshold={_MERGE_THRESHOLD}, ioSortFactor=10, "
+                "memToMemMergeOutputsThreshold=10",
+            )
+        )
         evf = "INFO [EventFetcher for fetching Map Completion Events] " + _R + "EventFetcher: "
         add(((ev << 20) + seq + 2, f"{evf}{aid} Thread started: EventFetcher for fetching Map Completion Events"))
         seq += 3
@@ -80,11 +99,20 @@ class ReduceLogWriter:
             if self.debug_lines:
                 n = len(conn.pulls)
                 maps = ",".join([ids[p.map_task] for p in conn.pulls])
-                add(((conn.start_ms << 20) + seq, f"{head}ShuffleSchedulerImpl: Assigning {host}:13562 with {n} to "
-                     f"{f}\0{head}ShuffleSchedulerImpl: assigned {n} of {n} to {host}:13562 to {f}"))
+                add(
+                    (
+                        (conn.start_ms << 20) + seq,
+                        f"{head}ShuffleSchedulerImpl: Assigning {host}:13562 with {n} to "
+                        f"{f}\0{head}ShuffleSchedulerImpl: assigned {n} of {n} to {host}:13562 to {f}",
+                    )
+                )
                 add(((conn.url_ms << 20) + seq + 2, f"{head}{url_head}{maps} sent hash and received reply"))
-            add(((conn.freed_ms << 20) + seq + 3,
-                 f"{head}ShuffleSchedulerImpl: {host}:13562 freed by {f} in {conn.freed_ms - conn.start_ms}ms"))
+            add(
+                (
+                    (conn.freed_ms << 20) + seq + 3,
+                    f"{head}ShuffleSchedulerImpl: {host}:13562 freed by {f} in {conn.freed_ms - conn.start_ms}ms",
+                )
+            )
             seq += 4
         used = n_mem = disk = 0
         for p in shuffle.by_end:
@@ -95,22 +123,39 @@ class ReduceLogWriter:
             end_key = p.end_ms << 20
             if decomp > _MAX_SINGLE:
                 disk += 1
-                add(((p.start_ms << 20) + seq, f"{head}Fetcher: {f} about to shuffle output of map {m_att} "
-                     f"decomp: {decomp} len: {length} to DISK"))
+                add(
+                    (
+                        (p.start_ms << 20) + seq,
+                        f"{head}Fetcher: {f} about to shuffle output of map {m_att} "
+                        f"decomp: {decomp} len: {length} to DISK",
+                    )
+                )
                 add((end_key + seq + 1, f"{head}OnDiskMapOutput: Read {length} bytes from map-output for {m_att}"))
             else:
-                add(((p.start_ms << 20) + seq, f"{head}Fetcher: {f} about to shuffle output of map {m_att} "
-                     f"decomp: {decomp} len: {length} to MEMORY"))
+                add(
+                    (
+                        (p.start_ms << 20) + seq,
+                        f"{head}Fetcher: {f} about to shuffle output of map {m_att} "
+                        f"decomp: {decomp} len: {length} to MEMORY",
+                    )
+                )
                 merge = ""
                 if used + decomp > _MERGE_THRESHOLD and n_mem:
-                    merge = (f"\0{head}MergeManagerImpl: Starting inMemoryMerger's merge since commitMemory={used} > "
-                             f"mergeThreshold={_MERGE_THRESHOLD}. Current usedMemory={used}")
+                    merge = (
+                        f"\0{head}MergeManagerImpl: Starting inMemoryMerger's merge since commitMemory={used} > "
+                        f"mergeThreshold={_MERGE_THRESHOLD}. Current usedMemory={used}"
+                    )
                     used = n_mem = 0
                     disk += 1
                 n_mem += 1
-                add((end_key + seq + 1, f"{head}InMemoryMapOutput: Read {decomp} bytes from map-output for {m_att}"
-                     f"{merge}\0{head}MergeManagerImpl: closeInMemoryFile -> map-output of size: {decomp}, "
-                     f"inMemoryMapOutputs.size() -> {n_mem}, commitMemory -> {used}, usedMemory ->{used + decomp}"))
+                add(
+                    (
+                        end_key + seq + 1,
+                        f"{head}InMemoryMapOutput: Read {decomp} bytes from map-output for {m_att}"
+                        f"{merge}\0{head}MergeManagerImpl: closeInMemoryFile -> map-output of size: {decomp}, "
+                        f"inMemoryMapOutputs.size() -> {n_mem}, commitMemory -> {used}, usedMemory ->{used + decomp}",
+                    )
+                )
                 used += decomp
             seq += 2
         t = ms(att.shuffle_end)
@@ -118,28 +163,46 @@ class ReduceLogWriter:
         sort_end = ms(att.sort_end)
         tail = (
             (t + 5, f"{evf}EventFetcher is interrupted.. Returning"),
-            (t + 10, main + f"{_R}MergeManagerImpl: finalMerge called with {n_mem} in-memory map-outputs and {disk} "
-             "on-disk map-outputs"),
+            (
+                t + 10,
+                main + f"{_R}MergeManagerImpl: finalMerge called with {n_mem} in-memory map-outputs and {disk} "
+                "on-disk map-outputs",
+            ),
             (t + 20, main + f"org.apache.hadoop.mapred.Merger: Merging {max(n_mem, 1)} sorted segments"),
-            (t + 21, main + "org.apache.hadoop.mapred.Merger: Down to the last merge-pass, with "
-             f"{max(n_mem, 1)} segments left of total size: {max(used - 6 * n_mem, 0)} bytes"),
-            (t + 40, main + f"{_R}MergeManagerImpl: Merged {n_mem} segments, {used} bytes to disk to satisfy reduce "
-             "memory limit"),
+            (
+                t + 21,
+                main + "org.apache.hadoop.mapred.Merger: Down to the last merge-pass, with "
+                f"{max(n_mem, 1)} segments left of total size: {max(used - 6 * n_mem, 0)} bytes",
+            ),
+            (
+                t + 40,
+                main + f"{_R}MergeManagerImpl: Merged {n_mem} segments, {used} bytes to disk to satisfy reduce "
+                "memory limit",
+            ),
             (t + 41, main + f"{_R}MergeManagerImpl: Merging {disk + 1} files, {total} bytes from disk"),
             (t + 42, main + f"{_R}MergeManagerImpl: Merging 0 segments, 0 bytes from memory into reduce"),
             (t + 43, main + f"org.apache.hadoop.mapred.Merger: Merging {disk + 1} sorted segments"),
-            (sort_end, main + "org.apache.hadoop.mapred.Merger: Down to the last merge-pass, with "
-             f"{disk + 1} segments left of total size: {max(total - 6 * att.pulls, 0)} bytes"),
-            (sort_end + 120, main + "org.apache.hadoop.conf.Configuration.deprecation: mapred.skip.on is "
-             "deprecated. Instead, use mapreduce.job.skiprecords"),
+            (
+                sort_end,
+                main + "org.apache.hadoop.mapred.Merger: Down to the last merge-pass, with "
+                f"{disk + 1} segments left of total size: {max(total - 6 * att.pulls, 0)} bytes",
+            ),
+            (
+                sort_end + 120,
+                main + "org.apache.hadoop.conf.Configuration.deprecation: mapred.skip.on is "
+                "deprecated. Instead, use mapreduce.job.skiprecords",
+            ),
         )
         e = ms(att.end)
         out_dir = f"{_NN}/user/{job.user}/swim/{job.name}/out/_temporary/1/{job.task_id('r', att.task)}"
         tail += (
             (e - 300, main + f"org.apache.hadoop.mapred.Task: Task:{aid} is done. And is in the process of committing"),
             (e - 210, main + f"org.apache.hadoop.mapred.Task: Task {aid} is allowed to commit now"),
-            (e - 110, main + "org.apache.hadoop.mapreduce.lib.output.FileOutputCommitter: Saved output of task "
-             f"'{aid}' to {out_dir}"),
+            (
+                e - 110,
+                main + "org.apache.hadoop.mapreduce.lib.output.FileOutputCommitter: Saved output of task "
+                f"'{aid}' to {out_dir}",
+            ),
             (e - 25, main + f"org.apache.hadoop.mapred.Task: Task '{aid}' done."),
         )
         for t_ms, body in tail:

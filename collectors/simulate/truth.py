@@ -26,13 +26,23 @@ def job_record(job: Job, hosts: list[str]) -> dict[str, Any]:
     def attempts(kind: str) -> list[list[Any]]:
         return [
             [job.attempt_id(kind, a.task, a.n), a.status, hosts[a.node]] + (["speculative"] if a.speculative else [])
-            for a in job.attempts if a.kind == kind
+            for a in job.attempts
+            if a.kind == kind
         ]
 
     return {
-        "job_id": job.job_id, "name": job.name, "user": job.user, "queue": job.queue, "submit": ms(job.submit) / 1e3,
-        "launch": ms(job.launch) / 1e3, "end": ms(job.end) / 1e3, "status": job.status, "maps": job.maps,
-        "reduces": job.reduces, "map_attempts": attempts("m"), "reduce_attempts": attempts("r"),
+        "job_id": job.job_id,
+        "name": job.name,
+        "user": job.user,
+        "queue": job.queue,
+        "submit": ms(job.submit) / 1e3,
+        "launch": ms(job.launch) / 1e3,
+        "end": ms(job.end) / 1e3,
+        "status": job.status,
+        "maps": job.maps,
+        "reduces": job.reduces,
+        "map_attempts": attempts("m"),
+        "reduce_attempts": attempts("r"),
         "pulls": job.maps * job.reduces,
         "map_output_bytes": sum(job.materialized(t) for t in range(job.maps)) if job.reduces else 0,
         "plant": job.plant.get("kind"),
@@ -53,12 +63,21 @@ def _skewed(job: Job, kind: str, hosts: list[str], miss: list[dict[str, Any]]) -
     entry = None
     if found is not None and found.qualifies and att is not None:
         entry = {
-            "job_id": job.job_id, "task_id": job.task_id(tk, att.task),
-            "attempt_id": job.attempt_id(tk, att.task, att.n), "duration": _s(found.duration_ms),
-            "median": _s(found.median_ms), "ratio": round(found.ratio or 0.0, 3),
-            "excess": _s(found.excess_ms), "attempts": found.attempts, "status": att.status, "host": hosts[att.node],
-            "start": _s(ms(att.start)), "end": _s(ms(att.end)), "knowable_at": _s(found.knowable_ms),
-            "job_end": _s(ms(job.end)), "planted": plant is not None and plant["task"] == att.task,
+            "job_id": job.job_id,
+            "task_id": job.task_id(tk, att.task),
+            "attempt_id": job.attempt_id(tk, att.task, att.n),
+            "duration": _s(found.duration_ms),
+            "median": _s(found.median_ms),
+            "ratio": round(found.ratio or 0.0, 3),
+            "excess": _s(found.excess_ms),
+            "attempts": found.attempts,
+            "status": att.status,
+            "host": hosts[att.node],
+            "start": _s(ms(att.start)),
+            "end": _s(ms(att.end)),
+            "knowable_at": _s(found.knowable_ms),
+            "job_end": _s(ms(job.end)),
+            "planted": plant is not None and plant["task"] == att.task,
         }
     if plant is not None and not (entry and entry["planted"]):
         if found is None:
@@ -77,11 +96,18 @@ def _slow_pull(rec: dict[str, Any], hosts: list[str]) -> dict[str, Any]:
     pull, check = rec["pull"], rec["check"]
     winner = job.map_ok[pull.map_task]
     return {
-        "job_id": job.job_id, "task_id": job.task_id("r", att.task),
-        "reducer_attempt": job.attempt_id("r", att.task, att.n), "map_task": job.task_id("m", pull.map_task),
-        "map_attempt": job.attempt_id("m", pull.map_task, winner.n if winner else 0), "host": hosts[pull.node],
-        "start": _s(pull.start_ms), "ts": _s(pull.end_ms), "period": _s(check.duration_ms),
-        "mean_before": _s(check.mean_before_ms), "pulls_before": check.pulls_before, "knowable_at": _s(pull.end_ms),
+        "job_id": job.job_id,
+        "task_id": job.task_id("r", att.task),
+        "reducer_attempt": job.attempt_id("r", att.task, att.n),
+        "map_task": job.task_id("m", pull.map_task),
+        "map_attempt": job.attempt_id("m", pull.map_task, winner.n if winner else 0),
+        "host": hosts[pull.node],
+        "start": _s(pull.start_ms),
+        "ts": _s(pull.end_ms),
+        "period": _s(check.duration_ms),
+        "mean_before": _s(check.mean_before_ms),
+        "pulls_before": check.pulls_before,
+        "knowable_at": _s(pull.end_ms),
         "planted": rec["planted"],
     }
 
@@ -90,8 +116,9 @@ def _queued(job: Job, end_ms: int, miss: list[dict[str, Any]]) -> dict[str, Any]
     planted = job.plant.get("kind") == QueuedOutput.KIND
     if job.fetch_end is None or job.fetch_bytes is None:
         if planted:
-            miss.append({"job_id": job.job_id, "reason": "its map output cannot reach "
-                                                          f"{QueuedOutput.MIN_BYTES >> 20} MiB"})
+            miss.append(
+                {"job_id": job.job_id, "reason": f"its map output cannot reach {QueuedOutput.MIN_BYTES >> 20} MiB"}
+            )
         return None
     writes = [(ms(a.end), job.materialized(a.task)) for a in job.map_ok if a is not None]
     found = detect.queued(writes, zip(job.fetch_end, job.fetch_bytes, strict=True), end_ms)
@@ -100,11 +127,14 @@ def _queued(job: Job, end_ms: int, miss: list[dict[str, Any]]) -> dict[str, Any]
             miss.append({"job_id": job.job_id, "reason": found.reason})
         return None
     return {
-        "job_id": job.job_id, "start": _s(found.start_ms),
-        "knowable_at": _s(found.start_ms + QueuedOutput.MIN_HOLD_S * 1000), "held_for": _s(found.held_ms),
+        "job_id": job.job_id,
+        "start": _s(found.start_ms),
+        "knowable_at": _s(found.start_ms + QueuedOutput.MIN_HOLD_S * 1000),
+        "held_for": _s(found.held_ms),
         "peak_queued_bytes": found.peak_bytes,
         "first_reducer_start": _s(ms(job.first_reduce_start)) if job.first_reduce_start is not None else None,
-        "maps_done": _s(ms(job.maps_done_at)) if job.maps_done_at is not None else None, "planted": planted,
+        "maps_done": _s(ms(job.maps_done_at)) if job.maps_done_at is not None else None,
+        "planted": planted,
     }
 
 
@@ -117,8 +147,9 @@ def load_std(samples: Sequence[tuple[float, str, str, float]]) -> list[tuple[flo
     return [(ts, statistics.pstdev(values)) for ts, values in sorted(rounds.items())]
 
 
-def _unbalancing(job: Job, att: Attempt, hosts: list[str], rounds: Sequence[detect.Round], thr: float,
-                 miss: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _unbalancing(
+    job: Job, att: Attempt, hosts: list[str], rounds: Sequence[detect.Round], thr: float, miss: list[dict[str, Any]]
+) -> dict[str, Any] | None:
     plant = job.plant
     planted = plant.get("kind") == UnbalancingReducer.KIND and plant.get("task") == att.task
     start, end = ms(att.start), ms(att.end)
@@ -129,18 +160,30 @@ def _unbalancing(job: Job, att: Attempt, hosts: list[str], rounds: Sequence[dete
         return None
     rebalanced = next((r.ts_ms for r in rounds if r.ts_ms > end and r.std <= thr), None)
     return {
-        "job_id": job.job_id, "task_id": job.task_id("r", att.task),
-        "attempt_id": job.attempt_id("r", att.task, att.n), "host": hosts[att.node], "start": _s(start),
-        "end": _s(end), "runtime": _s(end - start),
-        "peak_contribution": round(att.load_peak, 3), "threshold": thr,
-        "load_std_max_during": round(found.max_std or 0.0, 3), "knowable_at": _s(found.knowable_ms),
-        "rebalanced_at": None if rebalanced is None else _s(rebalanced), "planted": planted,
+        "job_id": job.job_id,
+        "task_id": job.task_id("r", att.task),
+        "attempt_id": job.attempt_id("r", att.task, att.n),
+        "host": hosts[att.node],
+        "start": _s(start),
+        "end": _s(end),
+        "runtime": _s(end - start),
+        "peak_contribution": round(att.load_peak, 3),
+        "threshold": thr,
+        "load_std_max_during": round(found.max_std or 0.0, 3),
+        "knowable_at": _s(found.knowable_ms),
+        "rebalanced_at": None if rebalanced is None else _s(rebalanced),
+        "planted": planted,
     }
 
 
 def build(
-    cfg: SimConfig, jobs: list[Job], hosts: list[str], records: dict[str, list[dict[str, Any]]],
-    rounds: Sequence[detect.Round], wanted: dict[str, int], window_end: float,
+    cfg: SimConfig,
+    jobs: list[Job],
+    hosts: list[str],
+    records: dict[str, list[dict[str, Any]]],
+    rounds: Sequence[detect.Round],
+    wanted: dict[str, int],
+    window_end: float,
 ) -> dict[str, Any]:
     found: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
     missed: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
@@ -154,8 +197,9 @@ def build(
             found[QueuedOutput.KIND].append(entry)
         for att in job.attempts:
             runaway = att.load_peak >= UnbalancingReducer.MIN_CONTRIBUTION
-            if att.kind == "r" and (runaway or (job.plant.get("kind") == UnbalancingReducer.KIND
-                                                and job.plant.get("task") == att.task)):
+            if att.kind == "r" and (
+                runaway or (job.plant.get("kind") == UnbalancingReducer.KIND and job.plant.get("task") == att.task)
+            ):
                 entry = _unbalancing(job, att, hosts, rounds, thr, missed[UnbalancingReducer.KIND])
                 if entry is not None:
                     found[UnbalancingReducer.KIND].append(entry)
@@ -173,10 +217,12 @@ def build(
     config = asdict(cfg)
     config.pop("progress", None)
     return {
-        "generator": "hcep simulate", "config": config,
+        "generator": "hcep simulate",
+        "config": config,
         "window": {"start": cfg.start, "end": window_end, "hours": cfg.hours},
         "cluster": {"name": cfg.cluster, "nodes": cfg.nodes, "hosts": [hosts[0], hosts[-1]]},
-        "jobs": len(jobs), "jobs_file": "jobs.jsonl",
+        "jobs": len(jobs),
+        "jobs_file": "jobs.jsonl",
         "counts": {
             "map_attempts": sum(1 for j in jobs for a in j.attempts if a.kind == "m"),
             "reduce_attempts": sum(1 for j in jobs for a in j.attempts if a.kind == "r"),

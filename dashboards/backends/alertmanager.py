@@ -95,8 +95,14 @@ def _reason(err: requests.RequestException) -> str:
     if isinstance(err, requests.Timeout):
         return "timed out"
     text = str(err)
-    for known in ("Connection refused", "Name or service not known", "No route to host", "Connection reset",
-                  "Remote end closed connection", "certificate verify failed"):
+    for known in (
+        "Connection refused",
+        "Name or service not known",
+        "No route to host",
+        "Connection reset",
+        "Remote end closed connection",
+        "certificate verify failed",
+    ):
         if known in text:
             return known.lower()
     return text.splitlines()[0][:200] if text else type(err).__name__
@@ -122,13 +128,18 @@ def fetch(
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"Alertmanager URL must be http(s)://HOST:PORT, got {url!r}")
     endpoint = url.rstrip("/") + "/api/v2/alerts"
-    params: dict[str, Any] = {"active": "true", "silenced": _flag(silenced), "inhibited": _flag(inhibited),
-                              "unprocessed": "true"}
+    params: dict[str, Any] = {
+        "active": "true",
+        "silenced": _flag(silenced),
+        "inhibited": _flag(inhibited),
+        "unprocessed": "true",
+    }
     if filter:
         params["filter"] = [_matcher(k, str(v)) for k, v in filter.items()]
     try:
-        resp = requests.get(endpoint, params=params, timeout=(min(timeout, 2.0), timeout),
-                            headers={"User-Agent": "hcep-dashboard"})
+        resp = requests.get(
+            endpoint, params=params, timeout=(min(timeout, 2.0), timeout), headers={"User-Agent": "hcep-dashboard"}
+        )
     except requests.RequestException as err:
         raise OSError(f"GET {endpoint}: cannot reach Alertmanager ({_reason(err)})") from None
     if not 200 <= resp.status_code < 300:

@@ -75,8 +75,14 @@ class ArchiveBackend:
         rows = []
         for r in frame.to_dict("records"):
             try:
-                record = {"query": r["query"], "match": json.loads(r["match"]), "return": json.loads(r["return"]),
-                          "confidence": r["confidence"], "start": r["start"], "end": r["end"]}
+                record = {
+                    "query": r["query"],
+                    "match": json.loads(r["match"]),
+                    "return": json.loads(r["return"]),
+                    "confidence": r["confidence"],
+                    "start": r["start"],
+                    "end": r["end"],
+                }
             except (KeyError, TypeError, ValueError):
                 continue
             row = records.match_row(record, "archive")
@@ -85,5 +91,4 @@ class ArchiveBackend:
         return records.matches_frame(rows)
 
     def load(self) -> dict[str, pd.DataFrame]:
-        return {"matches": self._matches(), "events": self._events(), "alerts": pd.DataFrame(),
-                "stats": pd.DataFrame()}
+        return {"matches": self._matches(), "events": self._events(), "alerts": pd.DataFrame(), "stats": pd.DataFrame()}

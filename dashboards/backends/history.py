@@ -24,8 +24,11 @@ class HistoryTables:
     def names(self) -> list[str]:
         if not self.root.is_dir():
             return []
-        return sorted(p.name for p in self.root.iterdir()
-                      if p.is_dir() and not p.name.startswith((".", "_")) and any(p.rglob("*.parquet")))
+        return sorted(
+            p.name
+            for p in self.root.iterdir()
+            if p.is_dir() and not p.name.startswith((".", "_")) and any(p.rglob("*.parquet"))
+        )
 
     @staticmethod
     def _version(path: Path) -> tuple:

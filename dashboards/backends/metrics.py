@@ -38,8 +38,10 @@ def parse(text: str) -> list[tuple[str, dict[str, str], float]]:
             value = float(m.group(3))
         except ValueError:
             continue
-        labels = {k: v.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-                  for k, v in _LABEL.findall(m.group(2) or "")}
+        labels = {
+            k: v.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+            for k, v in _LABEL.findall(m.group(2) or "")
+        }
         out.append((m.group(1), labels, value))
     return out
 

@@ -48,5 +48,9 @@ class StoreBackend:
                 row = records.event_row(obj, position)
                 if row is not None:
                     event_rows.append(row)
-        return {"matches": records.matches_frame(match_rows), "events": records.events_frame(event_rows),
-                "alerts": alerts.transitions_frame(transitions), "stats": stats}
+        return {
+            "matches": records.matches_frame(match_rows),
+            "events": records.events_frame(event_rows),
+            "alerts": alerts.transitions_frame(transitions),
+            "stats": stats,
+        }

@@ -15,8 +15,10 @@ from dashboards import ui
 
 st.set_page_config(page_title="hcep ops", page_icon=":material/monitoring:", layout="wide")
 navigation = st.navigation(
-    [st.Page(path, title=title, url_path=url, icon=icon, default=(url == "overview")) for path, title, url, icon in
-     ui.PAGES]
+    [
+        st.Page(path, title=title, url_path=url, icon=icon, default=(url == "overview"))
+        for path, title, url, icon in ui.PAGES
+    ]
 )
 ui.sidebar(ui.data_source())
 navigation.run()

@@ -103,8 +103,9 @@ class Layout:
 
             self.add = combine
         # Per state: the fields its own event contributes to, as (slot, kind, attr).
-        self._own = [[(i, kind, attr) for i, (kind, var, attr) in enumerate(self.fields) if var == sv]
-                     for sv in state_vars]
+        self._own = [
+            [(i, kind, attr) for i, (kind, var, attr) in enumerate(self.fields) if var == sv] for sv in state_vars
+        ]
 
     # ------------------------------------------------------------------ propagation
 

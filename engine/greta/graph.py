@@ -144,8 +144,21 @@ class _NegMatches:
 class _Edge:
     """A transition at run time: how it finds predecessors, its indexes and its negations."""
 
-    __slots__ = ("tr", "src", "dst", "seq", "mode", "neg_mode", "pred", "bind", "range", "index", "negs", "vals",
-                 "domains")
+    __slots__ = (
+        "tr",
+        "src",
+        "dst",
+        "seq",
+        "mode",
+        "neg_mode",
+        "pred",
+        "bind",
+        "range",
+        "index",
+        "negs",
+        "vals",
+        "domains",
+    )
 
     def __init__(self, tr: Transition, n: int, mode: str, neg_mode: str | None) -> None:
         self.tr = tr
@@ -237,8 +250,9 @@ class Graph:
                 if edge.mode == "fenwick":
                     self._rank_domain(edge, fast_events)
         self.incoming: list[list[_Edge]] = [[e for e in self.edges if e.dst == s] for s in range(n)]
-        self.outgoing: list[list[_Edge]] = [[e for e in self.edges if e.src == s and e.mode != "scan"]
-                                            for s in range(n)]
+        self.outgoing: list[list[_Edge]] = [
+            [e for e in self.edges if e.src == s and e.mode != "scan"] for s in range(n)
+        ]
         self.store: dict[int, dict[tuple[Any, ...], _Bucket]] = {e.src: {} for e in self.edges if e.mode == "scan"}
         self.parents: list[_Edge] = []  # set on a negative sub-pattern's graph
         self.results: dict[int, dict[tuple[Any, ...], Any]] = {}
@@ -389,8 +403,9 @@ class Graph:
                     old = pw.get(key)
                     pw[key] = agg if old is None else add(old, agg)
 
-    def _gather_fenwick(self, edge: _Edge, ev: Event, ekey: tuple[Any, ...], wids: Sequence[int],
-                        pre: dict[Any, Any]) -> None:
+    def _gather_fenwick(
+        self, edge: _Edge, ev: Event, ekey: tuple[Any, ...], wids: Sequence[int], pre: dict[Any, Any]
+    ) -> None:
         assert edge.range is not None  # a Fenwick edge has a range predicate
         q = edge.range.dst_side(self.bind0, ev)
         if key_kind(q) is None:
@@ -414,8 +429,9 @@ class Graph:
                     old = pw.get(key)
                     pw[key] = agg if old is None else add(old, agg)
 
-    def _gather_scan(self, edge: _Edge, ev: Event, ekey: tuple[Any, ...], wids: Sequence[int],
-                     pre: dict[Any, Any]) -> None:
+    def _gather_scan(
+        self, edge: _Edge, ev: Event, ekey: tuple[Any, ...], wids: Sequence[int], pre: dict[Any, Any]
+    ) -> None:
         buckets = self.store[edge.src]
         if not buckets:
             return

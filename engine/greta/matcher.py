@@ -149,14 +149,16 @@ class _TrendOutput:
             if not layout.count(agg):
                 continue
             values = {spec: layout.value(agg, spec) for spec in self.spec.aggs}
-            out.append({
-                "query": self.name,
-                "match": dict(zip(self.spec.attrs, bound, strict=True)),
-                "confidence": 1.0,
-                "start": start,
-                "end": end,
-                "return": {name: to_output(evaluate_return(expr, values)) for name, expr in self.spec.returns},
-            })
+            out.append(
+                {
+                    "query": self.name,
+                    "match": dict(zip(self.spec.attrs, bound, strict=True)),
+                    "confidence": 1.0,
+                    "start": start,
+                    "end": end,
+                    "return": {name: to_output(evaluate_return(expr, values)) for name, expr in self.spec.returns},
+                }
+            )
         self.matches += len(out)
         return out
 
@@ -184,15 +186,15 @@ class GretaMatcher(_TrendOutput):
     ``fast=False`` disables the Fenwick path (the general path, for comparison); ``mode`` forces one way.
     """
 
-    def __init__(self, cq: CompiledQuery, max_uncertainty: int = 0, *, fast: bool = True,
-                 mode: str = "auto") -> None:
+    def __init__(self, cq: CompiledQuery, max_uncertainty: int = 0, *, fast: bool = True, mode: str = "auto") -> None:
         plan: GretaPlan = plan_greta(cq)
         super().__init__(plan.spec)
         self.cq = cq
         self.plan = plan
         self.template = plan.template
         self.relevant = frozenset(st.type for st in self.template.states) | frozenset(
-            st.type for tr in self.template.transitions for neg in tr.negations for st in neg.states)
+            st.type for tr in self.template.transitions for neg in tr.negations for st in neg.states
+        )
         if mode == "auto":
             mode = "deferred" if fast and plan.has_range_index else "incremental"
         if mode not in ("incremental", "deferred"):
@@ -320,8 +322,12 @@ class GretaMatcher(_TrendOutput):
         return out
 
     def _run_window(self, wid: int, events: list[Event]) -> list[dict[Any, Any]]:
-        graph = Graph(self.template, self.layout, _OneWindow(wid, self.windows.start(wid)),
-                      fast_events=events if self.fast else None)
+        graph = Graph(
+            self.template,
+            self.layout,
+            _OneWindow(wid, self.windows.start(wid)),
+            fast_events=events if self.fast else None,
+        )
         for _t, tick_events in itertools.groupby(events, key=lambda e: e.t):
             graph.step(list(tick_events))
         return self._records(wid, graph.results.get(wid, {}))

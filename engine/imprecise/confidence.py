@@ -211,7 +211,7 @@ def _pivot_confidence(events: Sequence[Event], window: int, k: int) -> Confidenc
     :func:`_chain_mass` and divided by the number of worlds at the end."""
     ek = events[k]
     before = events[:k][::-1]
-    after = events[k + 1:]
+    after = events[k + 1 :]
     total = 0.0
     start: int | None = None
     end: int | None = None
@@ -249,8 +249,9 @@ def _pivot_confidence(events: Sequence[Event], window: int, k: int) -> Confidenc
         first_i = max(0, -shift)
         if first_i >= len(left):
             continue
-        paths = sum(w * c for w, c in zip(left[first_i:], _shift(cum, shift + first_i, shift + len(left) - 1),
-                                           strict=True))
+        paths = sum(
+            w * c for w, c in zip(left[first_i:], _shift(cum, shift + first_i, shift + len(left) - 1), strict=True)
+        )
         if paths <= 0.0:
             continue
         total += paths
@@ -342,7 +343,8 @@ def signature_confidence(
     # key: (j, mask, kleene ends, t_first or None, gap_x or None, deferred gaps)
     init_bind: list[Any] = [None] * m
     states: dict[tuple[Any, ...], list[Any]] = {
-        (-1, 0, (), None, None, ()): [1.0, None, init_bind, -1, 0, None, None, ()]}
+        (-1, 0, (), None, None, ()): [1.0, None, init_bind, -1, 0, None, None, ()]
+    }
     due = 0
     best_last: int | None = None
     best_first: int | None = None
@@ -359,9 +361,18 @@ def signature_confidence(
     for t in ticks:
         new_states: dict[tuple[Any, ...], list[Any]] = {}
 
-        def add(key: tuple[Any, ...], mass: float, first: int | None, bind: list[Any], j: int, mask: int,
-                t_first: int | None, gap_x: int | None, gaps: tuple[Any, ...],
-                new_states: dict[Any, Any] = new_states) -> None:
+        def add(
+            key: tuple[Any, ...],
+            mass: float,
+            first: int | None,
+            bind: list[Any],
+            j: int,
+            mask: int,
+            t_first: int | None,
+            gap_x: int | None,
+            gaps: tuple[Any, ...],
+            new_states: dict[Any, Any] = new_states,
+        ) -> None:
             cur = new_states.get(key)
             if cur is None:
                 new_states[key] = [mass, first, bind, j, mask, t_first, gap_x, gaps]

@@ -109,8 +109,14 @@ class ImpreciseMatcher:
         self.matches = 0
         # Dead ends (see _assign_singletons): candidates for the component before the closing one whose search found
         # no signature, once nothing can change that.  Only where that search cannot depend on the closing event.
-        self.remember_dead_ends = (self.m >= 3 and not self.trailing and not self.comps[-2].kleene
-                                   and self.m - 1 in self.free and not cq.negations and self.window is not None)
+        self.remember_dead_ends = (
+            self.m >= 3
+            and not self.trailing
+            and not self.comps[-2].kleene
+            and self.m - 1 in self.free
+            and not cq.negations
+            and self.window is not None
+        )
         self._dead_ends: dict[int, tuple[Event, float]] = {}  # id -> (candidate, the window's floor then)
         # Memory bounds (engine.runtime.limits): signatures evaluated per closing event and per feed step; an
         # enumeration that reaches one stops there and is counted in ``truncated``.
@@ -144,20 +150,32 @@ class ImpreciseMatcher:
         # Components whose variable no predicate or RETURN names, with no negation beside them: their candidates
         # matter only through time, which distinct output exploits (dominance, interchangeable middles).
         named = {v for e in cq.ast.where for v in references(e)} | {
-            v for r in cq.ast.returns for v in references(r.expr)}
+            v for r in cq.ast.returns for v in references(r.expr)
+        }
         beside_negation = {n.after for n in cq.negations} | {n.after + 1 for n in cq.negations}
         self.free = {c.index for c in comps if c.var not in named and c.index not in beside_negation}
         returned = {index[v] for r in cq.ast.returns for v in references(r.expr) if v in index}
-        self.return_ready = (min(returned) if returned and not (returned & {c.index for c in comps if c.kleene})
-                             and self.mode == "distinct" and self.singles else -1)
+        self.return_ready = (
+            min(returned)
+            if returned
+            and not (returned & {c.index for c in comps if c.kleene})
+            and self.mode == "distinct"
+            and self.singles
+            else -1
+        )
         for expr in cq.ast.where:
             refs = references(expr)
             if set(refs) & negated or id(expr) in cq.forall:
                 continue
             kvars = set(refs) & kleene
             last = comps[-1]
-            if (last.kleene and self.early_filters and set(refs) == {last.var} and not (refs[last.var] - {"i"})
-                    and classify(expr, last.var) == "true-false"):
+            if (
+                last.kleene
+                and self.early_filters
+                and set(refs) == {last.var}
+                and not (refs[last.var] - {"i"})
+                and classify(expr, last.var) == "true-false"
+            ):
                 self.z_filters.append(compile_expr(expr, Placement(last.var, "begin", index, {})))
             if not kvars and refs:
                 earliest = min(index[v] for v in refs)
@@ -166,11 +184,11 @@ class ImpreciseMatcher:
                 var = kvars.pop()
                 k = index[var]
                 if classify(expr, var) == "true-false" and not (refs[var] - {"i"}):
-                    self.kleene_filters.setdefault(k, []).append(
-                        compile_expr(expr, Placement(var, "begin", index, {})))
+                    self.kleene_filters.setdefault(k, []).append(compile_expr(expr, Placement(var, "begin", index, {})))
                 elif false_consistent(expr, var):
                     self.set_filters.setdefault(k, []).append(
-                        compile_expr(expr, Placement(None, "complete", index, cq.agg_slots)))
+                        compile_expr(expr, Placement(None, "complete", index, cq.agg_slots))
+                    )
 
     # ------------------------------------------------------------------ stream
 
@@ -333,8 +351,9 @@ class ImpreciseMatcher:
         self._collapse: dict[tuple[Any, ...], list[Any]] = {}
         cap = self.max_signatures_per_closing
         self._stop_at = self._step_stop if cap is None else min(self._step_stop, self.signatures + cap)
-        self._work_left = self._step_work_left if cap is None else min(
-            self._step_work_left, CLOSING_WORK, cap * WORK_PER_SIGNATURE)
+        self._work_left = (
+            self._step_work_left if cap is None else min(self._step_work_left, CLOSING_WORK, cap * WORK_PER_SIGNATURE)
+        )
         left = self._work_left
         try:
             self._enumerate_closed_by(z, out)
@@ -342,8 +361,10 @@ class ImpreciseMatcher:
             self.truncated += 1
         self._step_work_left -= left - self._work_left
         for assignment, conf, sets in self._collapse.values():
-            merged = [sorted(sets[k], key=_canon) if comp.kleene else evs
-                      for k, (comp, evs) in enumerate(zip(self.comps, assignment, strict=True))]
+            merged = [
+                sorted(sets[k], key=_canon) if comp.kleene else evs
+                for k, (comp, evs) in enumerate(zip(self.comps, assignment, strict=True))
+            ]
             out.append(self._record(merged, conf))
 
     def _enumerate_closed_by(self, z: Event, out: list[dict[Any, Any]]) -> None:
@@ -364,11 +385,20 @@ class ImpreciseMatcher:
         for comp in self.comps[:-1]:
             if not self._exists(comp.type, eqv, floor, NEG_INF, z.thi + 1, None):
                 return
-        self._assign_singletons(len(self.singleton_order) - (0 if self.trailing else 1), assignment, eqv, floor,
-                                z, out, top=True)
+        self._assign_singletons(
+            len(self.singleton_order) - (0 if self.trailing else 1), assignment, eqv, floor, z, out, top=True
+        )
 
-    def _assign_singletons(self, pos: int, assignment: list[Any], eqv: tuple[Any, ...], floor: float, z: Event,
-                           out: list[dict[Any, Any]], top: bool = False) -> None:
+    def _assign_singletons(
+        self,
+        pos: int,
+        assignment: list[Any],
+        eqv: tuple[Any, ...],
+        floor: float,
+        z: Event,
+        out: list[dict[Any, Any]],
+        top: bool = False,
+    ) -> None:
         """Choose the singleton components ``singleton_order[:pos]`` (backwards).
 
         At the top level (the component just before the closing event ``z``), a candidate whose search reaches no
@@ -403,16 +433,27 @@ class ImpreciseMatcher:
             signatures = self.signatures
             assignment[j] = [e]
             # distinct: a value already out is not looked for again
-            if (self._singleton_checks_pass(j, assignment) and self._kleene_order_possible(j, assignment, eqv2, floor)
-                    and not (j == self.return_ready and self._return_key(assignment) in self.emitted)
-                    and self._kleene_fillable(j, assignment, eqv2, floor, z)):
+            if (
+                self._singleton_checks_pass(j, assignment)
+                and self._kleene_order_possible(j, assignment, eqv2, floor)
+                and not (j == self.return_ready and self._return_key(assignment) in self.emitted)
+                and self._kleene_fillable(j, assignment, eqv2, floor, z)
+            ):
                 self._assign_singletons(pos - 1, assignment, eqv2, floor, z, out)
             if dead is not None and self.signatures == signatures and z.tlo >= e.thi:
                 dead[id(e)] = (e, floor)
         assignment[j] = None
 
-    def _exists(self, etype: str, eqv: tuple[Any, ...], floor: float, after: float, before: float,
-                used: set[Any] | None, z: Event | None = None) -> bool:
+    def _exists(
+        self,
+        etype: str,
+        eqv: tuple[Any, ...],
+        floor: float,
+        after: float,
+        before: float,
+        used: set[Any] | None,
+        z: Event | None = None,
+    ) -> bool:
         """Is there a buffered event of ``etype`` with ``thi >= floor``, ``thi > after``, ``tlo < before``, not in
         ``used``, not ``z``, consistent with the equivalence binding ``eqv``?  (A necessary condition, by bisection.)"""
         least = floor if floor > after else after + 1
@@ -433,8 +474,15 @@ class ImpreciseMatcher:
                 continue
             if used is None:
                 used = {id(e) for evs in assignment if evs for e in evs}
-            if not self._exists(self.comps[k].type, eqv, floor, self._lower_bound(k, assignment),
-                                self._upper_bound(k, assignment, z), used, z):
+            if not self._exists(
+                self.comps[k].type,
+                eqv,
+                floor,
+                self._lower_bound(k, assignment),
+                self._upper_bound(k, assignment, z),
+                used,
+                z,
+            ):
                 return False
         return True
 
@@ -472,8 +520,14 @@ class ImpreciseMatcher:
             if k <= 0 or k >= m - 1 or not self.comps[k].kleene:
                 continue
             left, right = assignment[k - 1], assignment[k + 1]
-            if left is None or right is None or len(left) != 1 or len(right) != 1 \
-                    or self.comps[k - 1].kleene or self.comps[k + 1].kleene:
+            if (
+                left is None
+                or right is None
+                or len(left) != 1
+                or len(right) != 1
+                or self.comps[k - 1].kleene
+                or self.comps[k + 1].kleene
+            ):
                 continue
             lev, rev = left[0], right[0]
             probe = (k, id(lev), id(rev), eqv)
@@ -521,14 +575,17 @@ class ImpreciseMatcher:
         checks = self.singleton_checks.get(j)
         if not checks:
             return True
-        bind = [evs[0] if evs is not None and not c.kleene else None
-                for c, evs in zip(self.comps, assignment, strict=True)]
+        bind = [
+            evs[0] if evs is not None and not c.kleene else None for c, evs in zip(self.comps, assignment, strict=True)
+        ]
         return all(check(bind, None) for check in checks)
 
-    def _assign_kleene(self, assignment: list[Any], eqv: tuple[Any, ...], floor: float, z: Event,
-                       out: list[dict[Any, Any]]) -> None:
-        bind = [evs[0] if evs is not None and not c.kleene else None
-                for c, evs in zip(self.comps, assignment, strict=True)]
+    def _assign_kleene(
+        self, assignment: list[Any], eqv: tuple[Any, ...], floor: float, z: Event, out: list[dict[Any, Any]]
+    ) -> None:
+        bind = [
+            evs[0] if evs is not None and not c.kleene else None for c, evs in zip(self.comps, assignment, strict=True)
+        ]
         pools: list[tuple[int, list[Event], Event | None]] = []
         used = {id(e) for evs in assignment if evs for e in evs}
         for k in self.kleene_order:
@@ -563,8 +620,15 @@ class ImpreciseMatcher:
             pools.append((k, cands, fixed))
         self._choose_sets(0, pools, assignment, eqv, out, frozenset())
 
-    def _choose_sets(self, i: int, pools: list[Any], assignment: list[Any], eqv: tuple[Any, ...],
-                     out: list[dict[Any, Any]], taken: frozenset[Any]) -> None:
+    def _choose_sets(
+        self,
+        i: int,
+        pools: list[Any],
+        assignment: list[Any],
+        eqv: tuple[Any, ...],
+        out: list[dict[Any, Any]],
+        taken: frozenset[Any],
+    ) -> None:
         """Choose the Kleene sets ``pools[i:]``; an event goes to at most one of them (``taken``)."""
         if i == len(pools):
             self._evaluate(assignment, eqv, out)
@@ -612,8 +676,9 @@ class ImpreciseMatcher:
                     self._choose_sets(i + 1, pools, assignment, eqv, out, taken | {id(fixed)})
         assignment[k] = None
 
-    def _one_of_the_surely_inside(self, k: int, cands: list[Event], assignment: list[Any],
-                                  eqv: tuple[Any, ...]) -> list[Event]:
+    def _one_of_the_surely_inside(
+        self, k: int, cands: list[Event], assignment: list[Any], eqv: tuple[Any, ...]
+    ) -> list[Event]:
         """Distinct output, a middle element named nowhere: every candidate surely between its neighbours gives the
         same confidence (order certain, window decided by other events), so one of them stands for all."""
         prev, nxt = assignment[k - 1], assignment[k + 1]

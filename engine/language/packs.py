@@ -34,16 +34,31 @@ TIER_SEVERITY = {"low": "info", "moderate": "warning", "severe": "critical", "cr
 PACK_KEYS = ("pack", "tick", "description", "queries", "alerts", "settings")
 QUERY_KEYS = ("name", "description", "strategy", "confidence", "output", "alert", "enabled", "query")
 ALERT_KEYS = ("severity", "webhook", "summary")
-RULE_KEYS = ("name", "query", "description", "group_by", "when", "value", "tiers", "severity", "for", "resolve",
-             "summary", "labels", "webhook", "enabled")
+RULE_KEYS = (
+    "name",
+    "query",
+    "description",
+    "group_by",
+    "when",
+    "value",
+    "tiers",
+    "severity",
+    "for",
+    "resolve",
+    "summary",
+    "labels",
+    "webhook",
+    "enabled",
+)
 RESOLVE_KEYS = ("when", "after")
 
 
 class PackError(ValueError):
     """An invalid pack: ``"<file>: [query <name>, | rule <name>, ][line L, column C: ]<reason>"``."""
 
-    def __init__(self, reason: str, source: str = "<string>", query: str = "", line: int = 0, column: int = 0,
-                 rule: str = "") -> None:
+    def __init__(
+        self, reason: str, source: str = "<string>", query: str = "", line: int = 0, column: int = 0, rule: str = ""
+    ) -> None:
         self.reason = reason
         self.source = source
         self.query = query
@@ -130,11 +145,18 @@ class Pack:
         for q in self.queries:
             if q.alert and q.enabled:
                 names = tuple(item.name for item in q.query.returns)
-                out.append(AlertRuleSpec(
-                    name=q.name, query=q.name, description=q.description, group_by=names,
-                    severity=q.alert["severity"], summary=q.alert.get("summary", ""), webhook=q.alert["webhook"],
-                    resolve_after=3600.0,
-                ))
+                out.append(
+                    AlertRuleSpec(
+                        name=q.name,
+                        query=q.name,
+                        description=q.description,
+                        group_by=names,
+                        severity=q.alert["severity"],
+                        summary=q.alert.get("summary", ""),
+                        webhook=q.alert["webhook"],
+                        resolve_after=3600.0,
+                    )
+                )
         return tuple(out)
 
     def get(self, name: str) -> QuerySpec:
@@ -286,8 +308,9 @@ class _PackReader:
             for i, item in enumerate(alerts):
                 rule = self.alert_rule(item, i, rule_nodes[i] if i < len(rule_nodes) else None, by_name)
                 if any(r.name == rule.name for r in rules):
-                    self.rule_error("duplicate alert rule name", rule.name,
-                                    rule_nodes[i] if i < len(rule_nodes) else anode)
+                    self.rule_error(
+                        "duplicate alert rule name", rule.name, rule_nodes[i] if i < len(rule_nodes) else anode
+                    )
                 rules.append(rule)
         return Pack(
             name=name,
@@ -344,10 +367,15 @@ class _PackReader:
                 if isinstance(n, ast.Name) and n.name not in returns and n.name != "value":
                     shown = ", ".join(sorted(returns)) or "none"
                     fake = ast.QueryError("", name, n.line, n.column)
-                    line, column = self.query_position(text, fake, at) if isinstance(at, yaml.ScalarNode) \
-                        else _mark(at)
-                    raise PackError(f"'{n.name}' is not a RETURN name of query {qname} (it has: {shown})",
-                                    self.source, "", line, column, rule=name)
+                    line, column = self.query_position(text, fake, at) if isinstance(at, yaml.ScalarNode) else _mark(at)
+                    raise PackError(
+                        f"'{n.name}' is not a RETURN name of query {qname} (it has: {shown})",
+                        self.source,
+                        "",
+                        line,
+                        column,
+                        rule=name,
+                    )
             return expr, text
 
         description = item.get("description", "") or ""
@@ -360,8 +388,11 @@ class _PackReader:
             self.rule_error("'group_by' must be a list of RETURN names", name, node("group_by"))
         for g in group_by:
             if g not in returns:
-                self.rule_error(f"group_by '{g}' is not a RETURN name of query {qname} (it has: "
-                                f"{', '.join(sorted(returns))})", name, node("group_by"))
+                self.rule_error(
+                    f"group_by '{g}' is not a RETURN name of query {qname} (it has: {', '.join(sorted(returns))})",
+                    name,
+                    node("group_by"),
+                )
         when = when_text = None
         if "when" in item:
             when, when_text = condition("when", item["when"], node("when"))
@@ -374,14 +405,20 @@ class _PackReader:
             if value is None:
                 self.rule_error("'tiers' grade a 'value': give one", name, node("tiers"))
             if not isinstance(raw, dict) or not raw:
-                self.rule_error("'tiers' must map tier names to thresholds, e.g. {low: 2, moderate: 4, severe: 8, "
-                                "critical: 16}", name, node("tiers"))
+                self.rule_error(
+                    "'tiers' must map tier names to thresholds, e.g. {low: 2, moderate: 4, severe: 8, critical: 16}",
+                    name,
+                    node("tiers"),
+                )
             names = list(raw)
             vocab = TIER_SEVERITY if all(t in TIER_SEVERITY for t in names) else ALERT_SEVERITIES
             for t in names:
                 if t not in vocab:
-                    self.rule_error(f"unknown tier '{t}' (use low, moderate, severe, critical or info, warning, "
-                                    "critical)", name, node("tiers"))
+                    self.rule_error(
+                        f"unknown tier '{t}' (use low, moderate, severe, critical or info, warning, critical)",
+                        name,
+                        node("tiers"),
+                    )
                 if not _is_number(raw[t]):
                     self.rule_error(f"tier '{t}' needs a number, got {raw[t]!r}", name, node("tiers"))
             order = list(vocab)
@@ -390,8 +427,9 @@ class _PackReader:
                 self.rule_error("tier thresholds must rise with the tiers", name, node("tiers"))
         severity = item.get("severity", "warning")
         if severity not in ALERT_SEVERITIES:
-            self.rule_error(f"'severity' must be one of {', '.join(ALERT_SEVERITIES)}, got {severity!r}", name,
-                            node("severity"))
+            self.rule_error(
+                f"'severity' must be one of {', '.join(ALERT_SEVERITIES)}, got {severity!r}", name, node("severity")
+            )
         if "severity" in item and tiers:
             self.rule_error("give 'severity' or 'tiers', not both", name, node("severity"))
         for_seconds = self.duration(item.get("for", 0), name, node("for"), "for")
@@ -405,19 +443,25 @@ class _PackReader:
             rindex = _mapping_index(rnode)
             for key in res:
                 if key not in RESOLVE_KEYS:
-                    self.rule_error(f"unknown resolve key '{key}' (allowed: {', '.join(RESOLVE_KEYS)})", name,
-                                    rindex.get(str(key), (rnode, rnode))[0])
+                    self.rule_error(
+                        f"unknown resolve key '{key}' (allowed: {', '.join(RESOLVE_KEYS)})",
+                        name,
+                        rindex.get(str(key), (rnode, rnode))[0],
+                    )
             if "when" in res:
                 resolve_when, _ = condition("resolve.when", res["when"], rindex.get("when", (None, rnode))[1])
             if "after" in res:
-                resolve_after = self.duration(res["after"], name, rindex.get("after", (None, rnode))[1],
-                                              "resolve.after")
+                resolve_after = self.duration(
+                    res["after"], name, rindex.get("after", (None, rnode))[1], "resolve.after"
+                )
         summary = item.get("summary", "") or ""
         if not isinstance(summary, str):
             self.rule_error("'summary' must be a string", name, node("summary"))
         labels = item.get("labels", {}) or {}
-        if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, str | int | float)
-                                                   and not isinstance(v, bool) for k, v in labels.items()):
+        if not isinstance(labels, dict) or not all(
+            isinstance(k, str) and isinstance(v, str | int | float) and not isinstance(v, bool)
+            for k, v in labels.items()
+        ):
             self.rule_error("'labels' must map label names to strings", name, node("labels"))
         webhook = item.get("webhook")
         if webhook is not None and (not isinstance(webhook, str) or not webhook.strip()):
@@ -426,10 +470,23 @@ class _PackReader:
         if not isinstance(enabled, bool):
             self.rule_error(f"'enabled' must be true or false, got {enabled!r}", name, node("enabled"))
         return AlertRuleSpec(
-            name=name, query=qname, description=description, group_by=tuple(group_by), when=when, value=value,
-            tiers=tuple(tiers), severity=severity, for_seconds=for_seconds, resolve_when=resolve_when,
-            resolve_after=resolve_after, summary=summary, labels={str(k): str(v) for k, v in labels.items()},
-            webhook=webhook, enabled=enabled, when_text=when_text or "", value_text=value_text or "",
+            name=name,
+            query=qname,
+            description=description,
+            group_by=tuple(group_by),
+            when=when,
+            value=value,
+            tiers=tuple(tiers),
+            severity=severity,
+            for_seconds=for_seconds,
+            resolve_when=resolve_when,
+            resolve_after=resolve_after,
+            summary=summary,
+            labels={str(k): str(v) for k, v in labels.items()},
+            webhook=webhook,
+            enabled=enabled,
+            when_text=when_text or "",
+            value_text=value_text or "",
         )
 
     def duration(self, value: Any, rule: str, at: yaml.Node | None, key: str) -> float:
@@ -446,7 +503,7 @@ class _PackReader:
                     return float(parts[0]) * UNITS[parts[1].lower()]
                 except ValueError:
                     pass
-        self.rule_error(f"'{key}' must be a duration such as 90, \"90 s\" or \"2 minutes\", got {value!r}", rule, at)
+        self.rule_error(f'\'{key}\' must be a duration such as 90, "90 s" or "2 minutes", got {value!r}', rule, at)
 
     def query_spec(self, item: Any, i: int, item_node: yaml.Node | None) -> QuerySpec:
         label = f"#{i + 1}"

@@ -89,8 +89,14 @@ _TERMINAL_NAMES = {
 def _lark() -> lark.Lark:
     """Build the LALR parser once (about 50 ms); parsing a query afterwards takes about a millisecond."""
     grammar = (Path(__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
-    return lark.Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=True,
-                     start=["start", "condition"])
+    return lark.Lark(
+        grammar,
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=True,
+        start=["start", "condition"],
+    )
 
 
 def parse_query(text: str, name: str = "") -> ast.Query:
@@ -297,8 +303,11 @@ class _Builder:
             if within is None:
                 self.error("SLIDE needs WITHIN: the windows are [k*SLIDE, k*SLIDE + WITHIN)", slide_at)
             if slide is not None and within / slide > MAX_OVERLAPPING_WINDOWS:
-                self.error(f"WITHIN / SLIDE puts each event in {within / slide:.3g} windows (at most "
-                           f"{MAX_OVERLAPPING_WINDOWS:,}): use a longer SLIDE", slide_at)
+                self.error(
+                    f"WITHIN / SLIDE puts each event in {within / slide:.3g} windows (at most "
+                    f"{MAX_OVERLAPPING_WINDOWS:,}): use a longer SLIDE",
+                    slide_at,
+                )
             if not aggregates:
                 self.error(
                     "SLIDE applies only to trend-aggregate queries (RETURN COUNT(*), SUM(v.attr), ...)", slide_at

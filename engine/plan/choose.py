@@ -27,6 +27,7 @@ __all__ = ["EVALUATORS", "Choice", "choose", "choose_evaluator", "explain_plan"]
 
 EVALUATORS = ("greta", "enumerate", "imprecise", "nfa")
 
+
 @dataclass(frozen=True)
 class Choice:
     evaluator: str
@@ -41,15 +42,24 @@ def choose(cq: CompiledQuery) -> Choice:
         try:
             plan_greta(cq)
         except NotGreta as exc:
-            return Choice("enumerate", f"trend aggregates, but not GRETA: {exc}; every trend is enumerated by "
-                                       "the NFA^b runtime, then aggregated (exponential under skip_till_any_match)")
-        return Choice("greta", "trend aggregates over every skip_till_any_match trend, with predicates on single or "
-                               "adjacent events: aggregated without building any trend")
+            return Choice(
+                "enumerate",
+                f"trend aggregates, but not GRETA: {exc}; every trend is enumerated by "
+                "the NFA^b runtime, then aggregated (exponential under skip_till_any_match)",
+            )
+        return Choice(
+            "greta",
+            "trend aggregates over every skip_till_any_match trend, with predicates on single or "
+            "adjacent events: aggregated without building any trend",
+        )
     if cq.strategy == "skip_till_any_match":
-        return Choice("imprecise", "per-match output under skip_till_any_match: every signature with its exact "
-                                   "possible-worlds confidence")
-    return Choice("nfa", f"per-match output under {cq.strategy}: the NFA^b runtime, imprecise events at their "
-                         "midpoints")
+        return Choice(
+            "imprecise",
+            "per-match output under skip_till_any_match: every signature with its exact possible-worlds confidence",
+        )
+    return Choice(
+        "nfa", f"per-match output under {cq.strategy}: the NFA^b runtime, imprecise events at their midpoints"
+    )
 
 
 def choose_evaluator(cq: CompiledQuery) -> str:

@@ -109,8 +109,9 @@ class CompiledQuery:
             if comp.kleene:
                 lines.append(f"  take:  {_show(comp.take_exprs)}")
         for neg in self.negations:
-            lines.append(f"negation ~{neg.type} {neg.var} between states {neg.after} and {neg.after + 1}: "
-                         f"{_show(neg.exprs)}")
+            lines.append(
+                f"negation ~{neg.type} {neg.var} between states {neg.after} and {neg.after + 1}: {_show(neg.exprs)}"
+            )
         if self.final_exprs:
             lines.append(f"on completion: {_show(self.final_exprs)}")
         return "\n".join(lines)
@@ -167,8 +168,9 @@ def compile_query(
     agg_slots = {(v, a): i for v, attrs in agg_attrs.items() for i, a in enumerate(attrs)}
 
     comps = [
-        PlanComponent(c.var, c.type, c.kleene, i,
-                      aggs_step=make_aggs_step(agg_attrs.get(c.var, ())) if c.kleene else None)
+        PlanComponent(
+            c.var, c.type, c.kleene, i, aggs_step=make_aggs_step(agg_attrs.get(c.var, ())) if c.kleene else None
+        )
         for i, c in enumerate(positives)
     ]
     negations: list[PlanNegation] = []
@@ -219,10 +221,10 @@ def compile_query(
         return _for_every_element(expr, var, placement, index, agg_slots, comps)
 
     for comp in comps:
-        comp.begin = conjunction([compiled(e, Placement(comp.var, "begin", index, agg_slots))
-                                  for e in comp.begin_exprs])
-        comp.take = conjunction([compiled(e, Placement(comp.var, "take", index, agg_slots))
-                                 for e in comp.take_exprs])
+        comp.begin = conjunction(
+            [compiled(e, Placement(comp.var, "begin", index, agg_slots)) for e in comp.begin_exprs]
+        )
+        comp.take = conjunction([compiled(e, Placement(comp.var, "take", index, agg_slots)) for e in comp.take_exprs])
     for neg in negations:
         for expr in neg.exprs:
             for var, forms in references(expr).items():
@@ -230,8 +232,7 @@ def compile_query(
                     neg.order_dependent = True
                     if index[var] > neg.after + 1 or (index[var] == neg.after + 1 and forms - {"first"}):
                         neg.deferred = True
-        neg.check = conjunction([compile_expr(e, Placement(neg.var, "complete", index, agg_slots))
-                                 for e in neg.exprs])
+        neg.check = conjunction([compile_expr(e, Placement(neg.var, "complete", index, agg_slots)) for e in neg.exprs])
     complete = Placement(None, "complete", index, agg_slots)
     final = conjunction([compiled(e, complete) for e in final_exprs])
     returns = [(r.name, compile_expr(r.expr, complete)) for r in query.returns]
@@ -269,15 +270,21 @@ def compile_query(
     return cq
 
 
-
 def compile_spec(spec: Any, tick: float) -> CompiledQuery:
     """Compile one query of a pack (:class:`engine.language.packs.QuerySpec`) with the options the pack gives it."""
-    return compile_query(spec.query, name=spec.name, strategy=spec.strategy, output=spec.output,
-                         confidence=spec.confidence, tick=tick)
+    return compile_query(
+        spec.query, name=spec.name, strategy=spec.strategy, output=spec.output, confidence=spec.confidence, tick=tick
+    )
 
 
-def _for_every_element(expr: ast.Expr, var: str, outer: Placement, index: dict[str, int],
-                       agg_slots: dict[Any, Any], comps: list[PlanComponent]) -> Fn:
+def _for_every_element(
+    expr: ast.Expr,
+    var: str,
+    outer: Placement,
+    index: dict[str, int],
+    agg_slots: dict[Any, Any],
+    comps: list[PlanComponent],
+) -> Fn:
     """A predicate iterating ``var[i]`` evaluated where a later variable is known: it must hold for every element
     (for i >= 2 when it names ``var[i-1]``/``var[..i-1]``), in the elements' order."""
     k = index[var]
@@ -322,16 +329,21 @@ def _check_collapsible(cq: CompiledQuery) -> None:
     if comps[0].kleene:
         raise _error(q, None, "output 'collapsed' needs a singleton first component")
     if comps[-1].kleene:
-        raise _error(q, None, "output 'collapsed' needs a singleton last component "
-                              "(a trailing Kleene set is never final)")
+        raise _error(
+            q, None, "output 'collapsed' needs a singleton last component (a trailing Kleene set is never final)"
+        )
     for comp in comps:
         if not comp.kleene:
             continue
         for expr in comp.take_exprs + comp.begin_exprs:
             forms = references(expr).get(comp.var, set())
             if forms - {"i"}:
-                raise _error(q, expr, f"output 'collapsed' needs true-false consistent predicates on {comp.var}[]: "
-                                      f"this one depends on which other elements are selected")
+                raise _error(
+                    q,
+                    expr,
+                    f"output 'collapsed' needs true-false consistent predicates on {comp.var}[]: "
+                    f"this one depends on which other elements are selected",
+                )
     from engine.plan.consistency import is_monotone
 
     if not is_monotone(q):
@@ -341,5 +353,9 @@ def _check_collapsible(cq: CompiledQuery) -> None:
         for var, forms in refs.items():
             named = next((c for c in comps if c.var == var), None)
             if named is not None and named.kleene and forms & COMPLETE_FORMS:
-                raise _error(q, expr, f"output 'collapsed' cannot check a predicate over the whole set {var}[]: "
-                                      "its truth depends on the subset")
+                raise _error(
+                    q,
+                    expr,
+                    f"output 'collapsed' cannot check a predicate over the whole set {var}[]: "
+                    "its truth depends on the subset",
+                )

@@ -45,9 +45,16 @@ def classify(expr: ast.Expr, var: str) -> str:
     if isinstance(expr, ast.Compare) and expr.op in AGG_FOR:
         left, right = expr.left, expr.right
         # b[i].x > max(b[..i-1].x): true against all earlier elements -> true against any subset.
-        if (isinstance(left, ast.AttrRef) and left.var == var and left.index == "i"
-                and isinstance(right, ast.Aggregate) and right.var == var and right.scope == "before"
-                and right.attr == left.attr and right.func == AGG_FOR[expr.op]):
+        if (
+            isinstance(left, ast.AttrRef)
+            and left.var == var
+            and left.index == "i"
+            and isinstance(right, ast.Aggregate)
+            and right.var == var
+            and right.scope == "before"
+            and right.attr == left.attr
+            and right.func == AGG_FOR[expr.op]
+        ):
             return "true"
     return "inconsistent"
 

@@ -106,7 +106,7 @@ def make_aggs_step(attrs: tuple[str, ...]) -> Callable[[tuple[Any, ...] | None, 
                 s = s + v
             except OverflowError:  # an integer beyond the float range plus a float
                 return ((None, n + 1, v if v < lo else lo, v if v > hi else hi),)
-            return (s, n + 1, v if v < lo else lo, v if v > hi else hi),
+            return ((s, n + 1, v if v < lo else lo, v if v > hi else hi),)
 
         return step1
 
@@ -160,9 +160,7 @@ def _getter(attr: str) -> Callable[[Event], Any]:
 def _ref(node: ast.AttrRef, pl: Placement) -> Fn:
     attr = node.attr
     is_ts = attr == "ts"
-    if node.var == pl.cur_var and (
-        node.index in (None, "i") or (node.index == "first" and pl.mode == "begin")
-    ):
+    if node.var == pl.cur_var and (node.index in (None, "i") or (node.index == "first" and pl.mode == "begin")):
         if is_ts:
             return lambda b, c: c.ts
         return lambda b, c: c.attrs.get(attr)

@@ -116,8 +116,10 @@ def plan_greta(cq: CompiledQuery) -> GretaPlan:
     """Build the GRETA template of a trend-aggregate query, or raise :class:`NotGreta` naming the obstacle."""
     spec = trend_spec(cq)
     if cq.strategy != STAM:
-        raise NotGreta(f"GRETA aggregates the trends of skip_till_any_match; under {cq.strategy} the matches are "
-                       "selected run by run (digest-greta ambiguity 7), so they are enumerated")
+        raise NotGreta(
+            f"GRETA aggregates the trends of skip_till_any_match; under {cq.strategy} the matches are "
+            "selected run by run (digest-greta ambiguity 7), so they are enumerated"
+        )
     q = cq.ast
     positives = [c for c in q.components if not c.negated]
     index = {c.var: i for i, c in enumerate(positives)}
@@ -143,8 +145,11 @@ def plan_greta(cq: CompiledQuery) -> GretaPlan:
         if negs:
             v = negs[0]
             if set(refs) != {v}:
-                raise NotGreta(f"a predicate on the negated variable {v} names another variable: GRETA checks a "
-                               f"negative sub-pattern on its own events only", expr)
+                raise NotGreta(
+                    f"a predicate on the negated variable {v} names another variable: GRETA checks a "
+                    f"negative sub-pattern on its own events only",
+                    expr,
+                )
             neg_preds[v].append(expr)
             continue
         if not refs:
@@ -171,14 +176,23 @@ def plan_greta(cq: CompiledQuery) -> GretaPlan:
         u, v = named
         j, k = index[u], index[v]
         if k != j + 1:
-            raise NotGreta(f"a predicate compares {u} and {v}, which are not adjacent components: GRETA checks "
-                           f"predicates on adjacent events only", expr)
+            raise NotGreta(
+                f"a predicate compares {u} and {v}, which are not adjacent components: GRETA checks "
+                f"predicates on adjacent events only",
+                expr,
+            )
         if refs[u] != ({"last"} if positives[j].kleene else {"single"}):
-            raise NotGreta(f"a predicate between {u} and {v} must use the last element of {u} "
-                           f"({u}[{u}.len].attr), the one adjacent to {v}", expr)
+            raise NotGreta(
+                f"a predicate between {u} and {v} must use the last element of {u} "
+                f"({u}[{u}.len].attr), the one adjacent to {v}",
+                expr,
+            )
         if refs[v] != ({"first"} if positives[k].kleene else {"single"}):
-            raise NotGreta(f"a predicate between {u} and {v} must use the first element of {v} ({v}[1].attr), "
-                           f"the one adjacent to {u}: a predicate on every {v}[i] relates non-adjacent events", expr)
+            raise NotGreta(
+                f"a predicate between {u} and {v} must use the first element of {v} ({v}[1].attr), "
+                f"the one adjacent to {u}: a predicate on every {v}[i] relates non-adjacent events",
+                expr,
+            )
         seq_preds[k].append(expr)
 
     def pl(var: str | None, mode: str) -> Placement:
@@ -192,8 +206,11 @@ def plan_greta(cq: CompiledQuery) -> GretaPlan:
         st.local = compiled(local[i], pl(st.var, "begin"))
         st.entry = compiled(entry[i], pl(st.var, "begin"))
         st.exit = compiled(exit_[i], pl(None, "complete"))
-        st.notes = ([("local", render(e)) for e in local[i]] + [("first", render(e)) for e in entry[i]]
-                    + [("last", render(e)) for e in exit_[i]])
+        st.notes = (
+            [("local", render(e)) for e in local[i]]
+            + [("first", render(e)) for e in entry[i]]
+            + [("last", render(e)) for e in exit_[i]]
+        )
 
     transitions: list[Transition] = []
     for k in range(1, len(positives)):
@@ -206,19 +223,24 @@ def plan_greta(cq: CompiledQuery) -> GretaPlan:
             tr.range = _range_spec(seq_preds[k][0], positives[k - 1].var, src_forms, v, dst_forms, placement)
         for nv, (comp, pos) in negated.items():
             if pos == k - 1:
-                neg_state = State(0, comp.var, comp.type, False,
-                                  local=compiled(neg_preds[nv], pl(comp.var, "complete")),
-                                  notes=[("local", render(e)) for e in neg_preds[nv]])
+                neg_state = State(
+                    0,
+                    comp.var,
+                    comp.type,
+                    False,
+                    local=compiled(neg_preds[nv], pl(comp.var, "complete")),
+                    notes=[("local", render(e)) for e in neg_preds[nv]],
+                )
                 tr.negations.append(Template([neg_state], [], frozenset({0}), frozenset({0}), tuple(q.equivalence)))
-                shown = f"~{comp.type} {comp.var}" + (f" where {' AND '.join(render(e) for e in neg_preds[nv])}"
-                                                      if neg_preds[nv] else "")
+                shown = f"~{comp.type} {comp.var}" + (
+                    f" where {' AND '.join(render(e) for e in neg_preds[nv])}" if neg_preds[nv] else ""
+                )
                 tr.neg_texts.append(shown)
         transitions.append(tr)
     for i, c in enumerate(positives):
         if c.kleene:
             placement = pl(c.var, "take")
-            tr = Transition(i, i, "plus", compiled(plus_preds[i], placement),
-                            texts=[render(e) for e in plus_preds[i]])
+            tr = Transition(i, i, "plus", compiled(plus_preds[i], placement), texts=[render(e) for e in plus_preds[i]])
             if len(plus_preds[i]) == 1:
                 tr.range = _range_spec(plus_preds[i][0], c.var, {"prev"}, c.var, {"i"}, placement)
             transitions.append(tr)
@@ -241,9 +263,15 @@ def _adjacent_form(expr: ast.Expr) -> ast.Expr:
     left, right, op = expr.left, expr.right, expr.op
     if isinstance(left, ast.Aggregate):
         left, right, op = right, left, _FLIP[op]
-    if (isinstance(left, ast.AttrRef) and left.index == "i" and isinstance(right, ast.Aggregate)
-            and right.scope == "before" and right.var == left.var and right.attr == left.attr
-            and right.func == _PREFIX_AGG[op]):
+    if (
+        isinstance(left, ast.AttrRef)
+        and left.index == "i"
+        and isinstance(right, ast.Aggregate)
+        and right.scope == "before"
+        and right.var == left.var
+        and right.attr == left.attr
+        and right.func == _PREFIX_AGG[op]
+    ):
         prev = ast.AttrRef(right.var, "prev", right.attr, line=right.line, column=right.column)
         return ast.Compare(op, left, prev, line=expr.line, column=expr.column)
     return expr
@@ -251,13 +279,16 @@ def _adjacent_form(expr: ast.Expr) -> ast.Expr:
 
 def _why_not(expr: ast.Expr, v: str, forms: set[str]) -> str:
     if forms & {"agg_before", "agg_all", "len"}:
-        return (f"{render(expr)} depends on the whole Kleene set {v}[] ({v}[..i-1], {v}[] or {v}.len), "
-                "not on adjacent events")
+        return (
+            f"{render(expr)} depends on the whole Kleene set {v}[] ({v}[..i-1], {v}[] or {v}.len), "
+            "not on adjacent events"
+        )
     return f"{render(expr)} relates elements of {v}[] that are not adjacent ({v}[1] or {v}[{v}.len] with {v}[i])"
 
 
-def _range_spec(expr: ast.Expr, src_var: str, src_forms: set[str], dst_var: str, dst_forms: set[str],
-                placement: Placement) -> RangeSpec | None:
+def _range_spec(
+    expr: ast.Expr, src_var: str, src_forms: set[str], dst_var: str, dst_forms: set[str], placement: Placement
+) -> RangeSpec | None:
     """``q OP key`` if ``expr`` compares a value of the new event with a value of the predecessor, else None."""
     if not isinstance(expr, ast.Compare) or expr.op not in _FLIP:
         return None
@@ -330,8 +361,10 @@ def describe_windows(spec: TrendSpec) -> str:
     size, slide = w.size * spec.tick, w.slide * spec.tick
     kind = "tumbling (SLIDE = WITHIN)" if spec.slide is None else f"SLIDE {_seconds(slide)}"
     per = -(-w.size // w.slide)
-    return (f"WITHIN {_seconds(size)}, {kind}: windows [k*{_seconds(slide)}, k*{_seconds(slide)} + {_seconds(size)}), "
-            f"up to {per} per event; each emitted when the stream passes its end")
+    return (
+        f"WITHIN {_seconds(size)}, {kind}: windows [k*{_seconds(slide)}, k*{_seconds(slide)} + {_seconds(size)}), "
+        f"up to {per} per event; each emitted when the stream passes its end"
+    )
 
 
 def _mode(tr: Transition, keyed: bool) -> str:
@@ -349,12 +382,15 @@ def _mode(tr: Transition, keyed: bool) -> str:
 def _explain(plan: GretaPlan) -> str:
     spec, tpl = plan.spec, plan.template
     keyed = bool(spec.attrs)
-    lines = ["GRETA (graph-based event trend aggregation: the aggregates propagate along the trend graph; no trend is "
-             "built)"]
+    lines = [
+        "GRETA (graph-based event trend aggregation: the aggregates propagate along the trend graph; no trend is built)"
+    ]
     lines.append(f"  windows: {describe_windows(spec)}")
     if keyed:
-        lines.append(f"  groups: [{', '.join(spec.attrs)}] -- one record per group and window; an event lacking an "
-                     "attribute joins every group")
+        lines.append(
+            f"  groups: [{', '.join(spec.attrs)}] -- one record per group and window; an event lacking an "
+            "attribute joins every group"
+        )
     else:
         lines.append("  groups: none -- one record per window")
     lines.append("  states (one vertex per matching event):")
@@ -373,9 +409,17 @@ def _explain(plan: GretaPlan) -> str:
             lines.append(f"      not across: {neg}")
     lines.append("  aggregates: " + ", ".join(f"{name} = {render(expr)}" for name, expr in spec.returns))
     fast = plan.has_range_index
-    lines.append("  cost: " + ("O(n log n) per window (the window's DP runs when it closes, ranking its values for the "
-                               "Fenwick trees)" if fast else "O(n^2 k) time, O(n k) space for n events per window and "
-                               "k windows per event (incremental, one graph shared by all windows)"))
-    lines.append("  exact: counts are big integers; events are placed at their point (interval midpoint): GRETA on "
-                 "imprecise intervals is out of scope")
+    lines.append(
+        "  cost: "
+        + (
+            "O(n log n) per window (the window's DP runs when it closes, ranking its values for the Fenwick trees)"
+            if fast
+            else "O(n^2 k) time, O(n k) space for n events per window and "
+            "k windows per event (incremental, one graph shared by all windows)"
+        )
+    )
+    lines.append(
+        "  exact: counts are big integers; events are placed at their point (interval midpoint): GRETA on "
+        "imprecise intervals is out of scope"
+    )
     return "\n".join(lines)

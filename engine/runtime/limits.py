@@ -35,8 +35,16 @@ from engine.evaluator import Evaluator
 from engine.limits import DEFAULT_RUNS, DEFAULT_RUNS_PER_KEY, Limits, LimitsError, from_settings
 from engine.output import key_of
 
-__all__ = ["DEFAULT_RUNS", "DEFAULT_RUNS_PER_KEY", "Limits", "LimitsError", "apply", "dropped", "enforce",
-           "from_settings"]
+__all__ = [
+    "DEFAULT_RUNS",
+    "DEFAULT_RUNS_PER_KEY",
+    "Limits",
+    "LimitsError",
+    "apply",
+    "dropped",
+    "enforce",
+    "from_settings",
+]
 
 
 def apply(matcher: Evaluator, limits: Limits) -> Any:

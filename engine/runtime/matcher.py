@@ -415,13 +415,11 @@ class Matcher:
         comp = self.comps[k]
         etype = ev.type
         if comp.kleene and r.kin:
-            take = (etype == comp.type and self._eq_ok(r, ev)
-                    and (comp.take is None or comp.take(r.bind, ev)))
+            take = etype == comp.type and self._eq_ok(r, ev) and (comp.take is None or comp.take(r.bind, ev))
             proceed = False
             if k < self.last:
                 c2 = self.comps[k + 1]
-                proceed = (etype == c2.type and self._eq_ok(r, ev)
-                           and (c2.begin is None or c2.begin(r.bind, ev)))
+                proceed = etype == c2.type and self._eq_ok(r, ev) and (c2.begin is None or c2.begin(r.bind, ev))
             if proceed:
                 self._advance(r.clone() if take else r, k + 1, ev, t, kept, out)
             if take:
@@ -469,8 +467,12 @@ class Matcher:
                     self._take(r.clone(), ev, t, kept, out)
             kept.append(r)
             return
-        if (etype == comp.type and t > r.t_last and self._eq_ok(r, ev)
-                and (comp.begin is None or comp.begin(r.bind, ev))):
+        if (
+            etype == comp.type
+            and t > r.t_last
+            and self._eq_ok(r, ev)
+            and (comp.begin is None or comp.begin(r.bind, ev))
+        ):
             if self.collapsed and comp.kleene:
                 self._advance(r, k, ev, t, kept, out)
                 return
@@ -486,7 +488,7 @@ class Matcher:
         table: dict[tuple[int, bool], list[tuple[int, str]]] = {}
         for k in range(self.n):
             for kin in (False, True):
-                exprs = list(cq.final_exprs) + [e for c in cq.components[k + 1:] for e in c.begin_exprs + c.take_exprs]
+                exprs = list(cq.final_exprs) + [e for c in cq.components[k + 1 :] for e in c.begin_exprs + c.take_exprs]
                 comp = cq.components[k]
                 exprs += comp.take_exprs if kin else comp.begin_exprs + comp.take_exprs
                 exprs += [e for neg in cq.negations for e in neg.exprs]
@@ -704,8 +706,11 @@ def _kleene_ids(cell: KleeneCell) -> tuple[list[str], float, float]:
             cell.ids = pc
             return pc[0][:], pc[2], pc[3]
     evs = cell.events()
-    keyed = sorted(((e.tlo, e.thi, e.id), e) for e in evs) if len(evs) > 1 else [((evs[0].tlo, evs[0].thi, evs[0].id),
-                                                                                  evs[0])]
+    keyed = (
+        sorted(((e.tlo, e.thi, e.id), e) for e in evs)
+        if len(evs) > 1
+        else [((evs[0].tlo, evs[0].thi, evs[0].id), evs[0])]
+    )
     ids = [e.id for _, e in keyed]
     lo = min(e.lo for e in evs)
     hi = max(e.hi for e in evs)

@@ -11,8 +11,9 @@ class Run:
 
     __slots__ = ("k", "kin", "bind", "t_first", "t_last", "t_prev", "eqv")
 
-    def __init__(self, k: int, kin: bool, bind: list[Any], t_first: float, t_last: float, t_prev: float,
-                 eqv: tuple[Any, ...]) -> None:
+    def __init__(
+        self, k: int, kin: bool, bind: list[Any], t_first: float, t_last: float, t_prev: float, eqv: tuple[Any, ...]
+    ) -> None:
         self.k = k
         self.kin = kin
         self.bind = bind

@@ -59,8 +59,9 @@ class OnlineFit:
     thousands; predictions are clamped to be >= 0 and non-decreasing in x.
     """
 
-    def __init__(self, forgetting: float = 0.995, scale: float = 1000.0, ridge: float = 1e-9,
-                 refit_every: int = 8) -> None:
+    def __init__(
+        self, forgetting: float = 0.995, scale: float = 1000.0, ridge: float = 1e-9, refit_every: int = 8
+    ) -> None:
         self.forgetting = forgetting
         self.scale = scale
         self.ridge = ridge
@@ -156,8 +157,15 @@ class OnlineFit:
 class LatencyModel:
     """The overload detector's arithmetic (see the module docstring); seconds throughout."""
 
-    def __init__(self, bound: float, safety_fraction: float = 0.1, hysteresis: float = 0.1,
-                 min_samples: int = 20, forgetting: float = 0.998, arrival_smoothing: float = 0.01) -> None:
+    def __init__(
+        self,
+        bound: float,
+        safety_fraction: float = 0.1,
+        hysteresis: float = 0.1,
+        min_samples: int = 20,
+        forgetting: float = 0.998,
+        arrival_smoothing: float = 0.01,
+    ) -> None:
         self.bound = bound
         self.safety = safety_fraction * bound
         self.hysteresis = hysteresis

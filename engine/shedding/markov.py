@@ -147,8 +147,10 @@ def _block(t: Matrix, rewards: list[list[float]], steps: int) -> Iterator[None |
     e = steps
     while e:
         if e & 1:  # acc, then base: the block's reward is acc_c + acc_a * base_c (powers of T commute)
-            acc_c = [[x + y for x, y in zip(ac, _matvec(acc_a, bc), strict=True)]
-                     for ac, bc in zip(acc_c, base_c, strict=True)]
+            acc_c = [
+                [x + y for x, y in zip(ac, _matvec(acc_a, bc), strict=True)]
+                for ac, bc in zip(acc_c, base_c, strict=True)
+            ]
             acc_a = _matmul(acc_a, base_a)
             yield None
         e >>= 1
@@ -167,8 +169,9 @@ def _expected(t: Matrix, m: Matrix, final: int) -> list[float]:
     return [sum(p * w for p, w in zip(t[s], m[s], strict=True)) if s < final else 0.0 for s in range(len(t))]
 
 
-def _completion_and_cost(t: Matrix, emissions: Matrix, costs: Matrix, final: int, horizon: float,
-                         slice_bins: int = 16) -> Iterator[None | tuple[int, Bins, Bins, Bins]]:
+def _completion_and_cost(
+    t: Matrix, emissions: Matrix, costs: Matrix, final: int, horizon: float, slice_bins: int = 16
+) -> Iterator[None | tuple[int, Bins, Bins, Bins]]:
     """:func:`completion_and_cost` as a generator of slices (``None``), the result last."""
     n = len(t)
     horizon = max(1.0, horizon)
@@ -196,8 +199,9 @@ def _completion_and_cost(t: Matrix, emissions: Matrix, costs: Matrix, final: int
     yield bs, ps, es, taus
 
 
-def completion_and_cost(t: Matrix, costs: Matrix, final: int, horizon: float,
-                        emissions: Matrix | None = None) -> tuple[int, Bins, Bins, Bins]:
+def completion_and_cost(
+    t: Matrix, costs: Matrix, final: int, horizon: float, emissions: Matrix | None = None
+) -> tuple[int, Bins, Bins, Bins]:
     """``(bs, P, E, tau)`` on bins: ``X[j][s]`` for ``j * bs`` remaining steps, ``j = 0 .. ceil(horizon / bs)``, with
     ``bs`` keeping the bins at most :data:`MAX_BINS`.  P: reach ``final`` (absorbing); E: expected emissions;
     tau: expected cost.
@@ -238,9 +242,19 @@ class UtilityTable:
 class QueryModel:
     """Transition statistics, the utility table and its rebuilds for one query (see the module docstring)."""
 
-    def __init__(self, cq: CompiledQuery, *, buckets: int = 32, prior: float = 1.0, memory: int = 50_000,
-                 drift_threshold: float = 0.05, lam_drift: float = 0.25, check_every: int = 2000,
-                 min_observations: int = 500, sync: bool = False) -> None:
+    def __init__(
+        self,
+        cq: CompiledQuery,
+        *,
+        buckets: int = 32,
+        prior: float = 1.0,
+        memory: int = 50_000,
+        drift_threshold: float = 0.05,
+        lam_drift: float = 0.25,
+        check_every: int = 2000,
+        min_observations: int = 500,
+        sync: bool = False,
+    ) -> None:
         self.cq = cq
         self.name = cq.name
         self.space = state_space(cq)
@@ -374,14 +388,18 @@ class QueryModel:
     def mean_costs(self) -> Matrix:
         """Mean cost per observed transition (1 run-step where nothing was observed)."""
         m = self.space.m
-        return [[self.rewards[s][j] / self.counts[s][j] if self.counts[s][j] > 0 else 1.0 for j in range(m)]
-                for s in range(m)]
+        return [
+            [self.rewards[s][j] / self.counts[s][j] if self.counts[s][j] > 0 else 1.0 for j in range(m)]
+            for s in range(m)
+        ]
 
     def mean_emissions(self) -> Matrix:
         """Mean match records per observed transition; where nothing was observed, 1 into ``F`` (the prior)."""
         m, final = self.space.m, self.space.final
-        return [[self.emits[s][j] / self.counts[s][j] if self.counts[s][j] > 0 else float(j == final)
-                 for j in range(m)] for s in range(m)]
+        return [
+            [self.emits[s][j] / self.counts[s][j] if self.counts[s][j] > 0 else float(j == final) for j in range(m)]
+            for s in range(m)
+        ]
 
     # ------------------------------------------------------------------ drift and rebuilds
 
@@ -393,8 +411,11 @@ class QueryModel:
         total = sum(visits)
         if total <= 0:
             return 0.0
-        return sum(v / total * 0.5 * sum(abs(x - y) for x, y in zip(now[s], old[s], strict=True))
-                   for s, v in enumerate(visits) if v > 0)
+        return sum(
+            v / total * 0.5 * sum(abs(x - y) for x, y in zip(now[s], old[s], strict=True))
+            for s, v in enumerate(visits)
+            if v > 0
+        )
 
     def needs_rebuild(self) -> bool:
         """First learned table once there are enough observations; afterwards on drift of T or of ``lam``."""
@@ -416,7 +437,8 @@ class QueryModel:
         table was swapped in."""
         if self._build is None:
             due = self._since_check >= self.check_every or (
-                not self.table.learned and self.observations >= self.min_observations)
+                not self.table.learned and self.observations >= self.min_observations
+            )
             if not due:
                 return False
             self._since_check = 0

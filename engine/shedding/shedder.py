@@ -49,9 +49,12 @@ def compute_levels(models: Sequence[tuple[QueryModel, float]], nlevels: int, eps
     utils: list[list[list[float]]] = []
     for model, weight in models:
         tab = model.table
-        utils.append([[weight * v / (tau / tau_max + eps) if v > P_ZERO else 0.0
-                       for v, tau in zip(vrow, trow, strict=True)]
-                      for vrow, trow in zip(tab.value, tab.tau, strict=True)])
+        utils.append(
+            [
+                [weight * v / (tau / tau_max + eps) if v > P_ZERO else 0.0 for v, tau in zip(vrow, trow, strict=True)]
+                for vrow, trow in zip(tab.value, tab.tau, strict=True)
+            ]
+        )
     positive = [u for per_query in utils for row in per_query for u in row if u > 0.0]
     lo = math.log(min(positive)) if positive else 0.0
     span = math.log(max(positive)) - lo if positive else 0.0
@@ -67,8 +70,9 @@ def compute_levels(models: Sequence[tuple[QueryModel, float]], nlevels: int, eps
     out: list[QueryLevels] = []
     for (model, _), per_query in zip(models, utils, strict=True):
         sp = model.space
-        levels: list[list[int] | None] = [None if sp.protected[s] else [level(u) for u in row]
-                                          for s, row in enumerate(per_query)]
+        levels: list[list[int] | None] = [
+            None if sp.protected[s] else [level(u) for u in row] for s, row in enumerate(per_query)
+        ]
         w = model.window
         out.append(QueryLevels(sp.sid, levels, w, model.buckets / w if w else 0.0, model.buckets - 1))
     return out

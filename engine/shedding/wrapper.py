@@ -45,6 +45,7 @@ class Costs(Protocol):
 
     def shedding(self, scanned: int) -> float: ...
 
+
 perf_counter = time.perf_counter
 
 
@@ -78,10 +79,18 @@ class SheddingMatcher:
 
     name = "shedding"
 
-    def __init__(self, matchers: Any | Sequence[Any], config: SheddingConfig | None = None, *,
-                 clock: Callable[[], float] = time.time, cost_model: Costs | None = None,
-                 sync_rebuild: bool = False, schedule: Mapping[int, list[tuple[str, int]]] | None = None,
-                 record_schedule: bool = False, feeder: Evaluator | None = None) -> None:
+    def __init__(
+        self,
+        matchers: Any | Sequence[Any],
+        config: SheddingConfig | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        cost_model: Costs | None = None,
+        sync_rebuild: bool = False,
+        schedule: Mapping[int, list[tuple[str, int]]] | None = None,
+        record_schedule: bool = False,
+        feeder: Evaluator | None = None,
+    ) -> None:
         self.matchers: list[Any] = list(matchers) if isinstance(matchers, (list, tuple)) else [matchers]
         self.feeder = feeder
         self.config = config = config or SheddingConfig()
@@ -97,9 +106,14 @@ class SheddingMatcher:
         for m in self.matchers:
             if not isinstance(m, Sheddable):
                 continue
-            model = QueryModel(m.cq, buckets=config.window_buckets, drift_threshold=config.drift_threshold,
-                               check_every=config.check_every, min_observations=config.min_observations,
-                               sync=sync_rebuild)
+            model = QueryModel(
+                m.cq,
+                buckets=config.window_buckets,
+                drift_threshold=config.drift_threshold,
+                check_every=config.check_every,
+                min_observations=config.min_observations,
+                sync=sync_rebuild,
+            )
             self.queries.append(_Query(m, model, config.weight(m.name), model.observer(_now_of(m))))
         self._sheddable = [q.matcher for q in self.queries]
         self._levels: list[QueryLevels] = []
@@ -168,11 +182,17 @@ class SheddingMatcher:
         """The wrapped evaluators' state (through the feeder when there is one) and the counters."""
         tick = self.matchers[0].cq.tick if self.matchers else 0.1
         events = EventCodec(tick) if codec is None else codec
-        inner = ([self.feeder.snapshot(events)] if self.feeder is not None
-                 else [m.snapshot(events) for m in self.matchers])
-        out: dict[str, Any] = {"kind": "shedding", "inner": inner, "events_seen": self.events,
-                               "shed_events": self.shed_events, "shed_calls": self.shed_calls,
-                               "shed_runs": [q.shed_runs for q in self.queries]}
+        inner = (
+            [self.feeder.snapshot(events)] if self.feeder is not None else [m.snapshot(events) for m in self.matchers]
+        )
+        out: dict[str, Any] = {
+            "kind": "shedding",
+            "inner": inner,
+            "events_seen": self.events,
+            "shed_events": self.shed_events,
+            "shed_calls": self.shed_calls,
+            "shed_runs": [q.shed_runs for q in self.queries],
+        }
         if codec is None:
             out["events"] = events.table()
         return out
@@ -193,8 +213,13 @@ class SheddingMatcher:
 
     def stats(self) -> Stats:
         parts = [m.stats() for m in self.matchers]
-        return Stats(self.events, sum(p.matches for p in parts), sum(p.runs_alive for p in parts),
-                     sum(p.shed for p in parts), sum(p.dropped for p in parts))
+        return Stats(
+            self.events,
+            sum(p.matches for p in parts),
+            sum(p.runs_alive for p in parts),
+            sum(p.shed for p in parts),
+            sum(p.dropped for p in parts),
+        )
 
     def horizon(self, last_t: float, umax: int) -> float:
         return min((m.horizon(last_t, umax) for m in self.matchers), default=float("inf"))
@@ -361,8 +386,10 @@ class SheddingMatcher:
 
     def _shed(self, rho: int, ev: Event, local: bool, i: int, scope: str) -> tuple[int, float]:
         """Drop ``rho`` runs (of the pools ``ev`` visits when ``local``); ``(removed, seconds)``."""
-        groups = [(q.matcher, lv, q.matcher.visit_keys(ev) if local else None)
-                  for q, lv in zip(self.queries, self._levels, strict=True)]
+        groups = [
+            (q.matcher, lv, q.matcher.visit_keys(ev) if local else None)
+            for q, lv in zip(self.queries, self._levels, strict=True)
+        ]
         t0 = perf_counter()
         if self.policy == "pspice":
             victims, scanned = select_pspice(groups, rho, ev.t, self.nlevels)

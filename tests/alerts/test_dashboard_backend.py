@@ -91,8 +91,24 @@ def test_the_alerts_view_shows_alertmanagers_state_beside_each_alert(
     unsent = make_alert(job, "ReducerSkew", severity="warning", starts=now - 40)
     elsewhere = make_alert(job, "HeldMapOutput", severity="critical", starts=now - 30)
     store = Store(str(tmp_path / "hcep.sqlite"))
-    rows = [(a.transition_id, a.labels["alertname"], "ops", a.severity, json.dumps(a.to_webhook()), "delivered",
-             now, now, "t", a.fingerprint, a.status, a.starts_at, a.ends_at) for a in (pull, skew, unsent)]
+    rows = [
+        (
+            a.transition_id,
+            a.labels["alertname"],
+            "ops",
+            a.severity,
+            json.dumps(a.to_webhook()),
+            "delivered",
+            now,
+            now,
+            "t",
+            a.fingerprint,
+            a.status,
+            a.starts_at,
+            a.ends_at,
+        )
+        for a in (pull, skew, unsent)
+    ]
     store.commit(Batch([], rows, [], [], None))
     store.close()
     silence = client.create_silence({"alertname": "MapperSkew", "job_id": job}, duration=300)

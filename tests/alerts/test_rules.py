@@ -36,8 +36,14 @@ alerts:
 
 
 def rec(job: str, **ret) -> dict:
-    return {"query": "Q", "match": {"a": [f"{job}-a"], "b": [f"{job}-b{len(ret)}"]}, "confidence": 1.0,
-            "start": 0.0, "end": 1.0, "return": {"job_id": job, **ret}}
+    return {
+        "query": "Q",
+        "match": {"a": [f"{job}-a"], "b": [f"{job}-b{len(ret)}"]},
+        "confidence": 1.0,
+        "start": 0.0,
+        "end": 1.0,
+        "return": {"job_id": job, **ret},
+    }
 
 
 def engine(text: str = PACK) -> AlertEngine:
@@ -63,8 +69,15 @@ def test_one_alert_per_group_updated_never_one_per_record() -> None:
 
 def test_tiers_map_to_severities_and_carry_the_tier_label() -> None:
     e = engine()
-    got = {job: e.observe(skew(job, slow, typical), 1.0) for job, slow, typical in (
-        ("low", 250.0, 100.0), ("moderate", 200.0, 40.0), ("severe", 400.0, 40.0), ("critical", 700.0, 10.0))}
+    got = {
+        job: e.observe(skew(job, slow, typical), 1.0)
+        for job, slow, typical in (
+            ("low", 250.0, 100.0),
+            ("moderate", 200.0, 40.0),
+            ("severe", 400.0, 40.0),
+            ("critical", 700.0, 10.0),
+        )
+    }
     assert got["low"][0].labels["severity"] == "info" and got["low"][0].labels["tier"] == "low"
     assert got["moderate"][0].labels["severity"] == "warning" and got["moderate"][0].labels["tier"] == "moderate"
     assert got["severe"][0].labels["severity"] == "critical" and got["severe"][0].labels["tier"] == "severe"
@@ -130,9 +143,16 @@ def test_evidence_confidence_and_labels() -> None:
 
 
 def test_snapshot_restore_at_every_point_equals_an_uninterrupted_run() -> None:
-    stream = [(skew("a", 200.0, 40.0), 10.0), (rec("b", queued=150), 20.0), (skew("a", 400.0, 40.0), 30.0),
-              (rec("b", queued=120), 100.0), (None, 250.0), (rec("b", queued=1), 300.0), (skew("c", 900.0), 400.0),
-              (None, 5000.0)]
+    stream = [
+        (skew("a", 200.0, 40.0), 10.0),
+        (rec("b", queued=150), 20.0),
+        (skew("a", 400.0, 40.0), 30.0),
+        (rec("b", queued=120), 100.0),
+        (None, 250.0),
+        (rec("b", queued=1), 300.0),
+        (skew("c", 900.0), 400.0),
+        (None, 5000.0),
+    ]
 
     def run(cut: int | None) -> list[dict]:
         e = engine()
@@ -157,7 +177,7 @@ def test_conditions_are_three_valued_and_never_evaluated_as_code() -> None:
     assert f({"a": 2}) is None and f({"a": 0}) is False  # unknown AND false is false
     g = compile_condition(parse_condition("a / b > 1 OR c"))
     assert g({"a": 1, "b": 0, "c": True}) is True and g({"a": 1, "b": 0}) is None
-    h = compile_condition(parse_condition("name = '__import__(\"os\").system(\"false\")'"))
+    h = compile_condition(parse_condition('name = \'__import__("os").system("false")\''))
     assert h({"name": "x"}) is False
     assert format_summary("{missing} {v:.1f} {s:.1f}", {"v": 2, "s": None}) == "{missing} 2.0 None"
 
@@ -173,8 +193,11 @@ def test_conditions_are_three_valued_and_never_evaluated_as_code() -> None:
     ],
 )
 def test_rule_errors_name_the_file_the_rule_and_the_position(patch: str, words: list[str]) -> None:
-    text = PACK.replace("    when: n >= 5 AND slow - typical >= 120\n", patch + "    when: n >= 5\n") \
-        if "when" not in patch else PACK.replace("    when: n >= 5 AND slow - typical >= 120\n", patch)
+    text = (
+        PACK.replace("    when: n >= 5 AND slow - typical >= 120\n", patch + "    when: n >= 5\n")
+        if "when" not in patch
+        else PACK.replace("    when: n >= 5 AND slow - typical >= 120\n", patch)
+    )
     with pytest.raises(PackError) as err:
         parse_pack(text, "pack.yaml")
     message = str(err.value)
@@ -189,8 +212,11 @@ def test_rule_structure_errors() -> None:
     with pytest.raises(PackError, match="'tiers' grade a 'value'"):
         parse_pack(bad)
     with pytest.raises(PackError, match="'query' must name a query of this pack"):
-        parse_pack(PACK.replace("    query: Q\n    group_by: [job_id]\n    value", "    query: Z\n    group_by: "
-                                "[job_id]\n    value"))
+        parse_pack(
+            PACK.replace(
+                "    query: Q\n    group_by: [job_id]\n    value", "    query: Z\n    group_by: [job_id]\n    value"
+            )
+        )
     with pytest.raises(PackError, match="tier thresholds must rise"):
         parse_pack(PACK.replace("{low: 2, moderate: 4, severe: 8, critical: 16}", "{low: 4, moderate: 2}"))
     with pytest.raises(PackError, match="duplicate alert rule name"):
@@ -204,7 +230,12 @@ def test_the_hadoop_pack_rules_load() -> None:
     rules = {r.name: r for r in pack.rules()}
     assert set(rules) == {"MapperSkew", "ReducerSkew", "ShufflePullStall", "HeldMapOutput", "UnbalancingReducer"}
     assert {r.labels["anomaly"] for r in rules.values()} == {
-        "skewed_mapper", "skewed_reducer", "slow_pull", "queued_output", "unbalancing_reducer"}
+        "skewed_mapper",
+        "skewed_reducer",
+        "slow_pull",
+        "queued_output",
+        "unbalancing_reducer",
+    }
     assert all(not q.alert for q in pack.queries)  # records are facts: no query alerts on every record any more
 
 

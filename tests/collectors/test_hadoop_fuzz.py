@@ -20,7 +20,8 @@ from tests.collectors.hadoop_testkit import json_jhist_to_binary, sample
 
 #: HCEP_FUZZ_EXAMPLES=5000 for a deep run; the default keeps the suite fast.
 FUZZ = settings(
-    max_examples=int(os.environ.get("HCEP_FUZZ_EXAMPLES", "60")), deadline=None,
+    max_examples=int(os.environ.get("HCEP_FUZZ_EXAMPLES", "60")),
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 
@@ -129,7 +130,7 @@ def _break(line: str, how: str, where: int) -> str:
     if how == "letter":
         return line[:17] + "x" + line[18:]
     if how == "level":
-        return line[:24] + "NOTICE" + line[line.index(" ", 24):]
+        return line[:24] + "NOTICE" + line[line.index(" ", 24) :]
     return line  # "cut" handled by the caller
 
 

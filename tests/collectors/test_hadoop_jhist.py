@@ -20,12 +20,23 @@ def test_json_jhist_events() -> None:
     events, ctx = _parse(sample("jhist"))
     assert ctx.deadletter.count == 0 and ctx.stats.dead == 0
     assert Counter(e["type"] for e in events) == {
-        "JobStart": 1, "JobEnd": 1, "Mapper": 5, "Reducer": 1, "ReducerStart": 1, "ReducerEnd": 1, "DataIO": 3,
+        "JobStart": 1,
+        "JobEnd": 1,
+        "Mapper": 5,
+        "Reducer": 1,
+        "ReducerStart": 1,
+        "ReducerEnd": 1,
+        "DataIO": 3,
     }
     start = events[0]
     assert start["type"] == "JobStart" and start["ts"] == 1700000103.456  # the launch time, not the submit time
     assert (start["job_id"], start["user"], start["queue"], start["maps"], start["reduces"]) == (
-        JOB, "alice", "default", 3, 1)
+        JOB,
+        "alice",
+        "default",
+        3,
+        1,
+    )
     end = events[-1]
     assert end["type"] == "JobEnd" and end["status"] == "SUCCEEDED" and end["ts"] == 1700000141.9
     mappers = {e["attempt_id"][-8:]: e for e in events if e["type"] == "Mapper"}  # "000001_0" -> event

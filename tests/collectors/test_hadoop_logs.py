@@ -120,10 +120,18 @@ def _line(ms: str, thread: str, cls: str, msg: str) -> str:
 def test_hadoop3_shuffle_lines_host_from_freed_line() -> None:
     """3.x logs Assigning/assigned/url at DEBUG: the host is only known when the fetcher frees it."""
     lines = [
-        _line("14,660", "EventFetcher for fetching Map Completion Events", "EventFetcher",
-              f"{ATT}_r_000003_0 Thread started: EventFetcher for fetching Map Completion Events"),
-        _line("14,705", "fetcher#2", "Fetcher",
-              f"fetcher#2 about to shuffle output of map {ATT}_m_000004_0 decomp: 300000000 len: 300000004 to DISK"),
+        _line(
+            "14,660",
+            "EventFetcher for fetching Map Completion Events",
+            "EventFetcher",
+            f"{ATT}_r_000003_0 Thread started: EventFetcher for fetching Map Completion Events",
+        ),
+        _line(
+            "14,705",
+            "fetcher#2",
+            "Fetcher",
+            f"fetcher#2 about to shuffle output of map {ATT}_m_000004_0 decomp: 300000000 len: 300000004 to DISK",
+        ),
         _line("17,905", "fetcher#2", "OnDiskMapOutput", f"Read 300000004 bytes from map-output for {ATT}_m_000004_0"),
         _line("17,906", "fetcher#2", "ShuffleSchedulerImpl", "node09.hcep.local:13562 freed by fetcher#2 in 3201ms"),
     ]
@@ -140,8 +148,12 @@ def test_pull_without_read_line_ends_at_freed_and_reducer_from_url() -> None:
     lines = [
         _line("14,700", "fetcher#1", "ShuffleSchedulerImpl", "Assigning node02.hcep.local:13562 with 1 to fetcher#1"),
         _line("14,702", "fetcher#1", "Fetcher", f"for url={url} sent hash and received reply"),
-        _line("14,705", "fetcher#1", "Fetcher",
-              f"fetcher#1 about to shuffle output of map {ATT}_m_000001_0 decomp: 10 len: 14 to MEMORY"),
+        _line(
+            "14,705",
+            "fetcher#1",
+            "Fetcher",
+            f"fetcher#1 about to shuffle output of map {ATT}_m_000001_0 decomp: 10 len: 14 to MEMORY",
+        ),
         _line("14,905", "fetcher#1", "ShuffleSchedulerImpl", "node02.hcep.local:13562 freed by fetcher#1 in 205ms"),
     ]
     events, _ = _reduce(lines)

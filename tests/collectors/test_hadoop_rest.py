@@ -11,33 +11,84 @@ from collectors.hadoop.deadletter import DeadLetterSink
 from collectors.hadoop.rest import events_from_documents, fetch_job_events
 
 JOB = "job_1326381300833_0002"
-JOB_DOC = {"job": {
-    "submitTime": 1326381446500, "startTime": 1326381446529, "finishTime": 1326381582106, "id": JOB,
-    "name": "Sleep job", "queue": "default", "user": "user1", "state": "SUCCEEDED", "mapsTotal": 1,
-    "mapsCompleted": 1, "reducesTotal": 1, "reducesCompleted": 1, "uberized": False, "diagnostics": "",
-}}
-MAP = {"taskAttempts": {"taskAttempt": [{
-    "assignedContainerId": "container_1326381300833_0002_01_000002", "progress": 100, "elapsedTime": 2638,
-    "state": "SUCCEEDED", "diagnostics": "", "rack": "/98.139.92.0", "nodeHttpAddress": "host.domain.com:8042",
-    "startTime": 1326381450680, "id": "attempt_1326381300833_0002_m_000000_0", "type": "MAP",
-    "finishTime": 1326381453318,
-}]}}
-REDUCE = {"taskAttempts": {"taskAttempt": [{
-    "elapsedMergeTime": 47, "shuffleFinishTime": 1326381457851, "assignedContainerId": "c", "progress": 100,
-    "elapsedTime": 130217, "state": "SUCCEEDED", "diagnostics": "", "rack": "/r", "elapsedShuffleTime": 2592,
-    "nodeHttpAddress": "host2.domain.com:8042", "startTime": 1326381455259,
-    "id": "attempt_1326381300833_0002_r_000000_0", "type": "REDUCE", "finishTime": 1326381585476,
-    "elapsedReduceTime": 127578, "mergeFinishTime": 1326381457898,
-}]}}
-COUNTERS = {"jobTaskAttemptCounters": {"id": "attempt_1326381300833_0002_m_000000_0", "taskAttemptCounterGroup": [
-    {"counterGroupName": "org.apache.hadoop.mapreduce.TaskCounter",
-     "counter": [{"name": "MAP_OUTPUT_MATERIALIZED_BYTES", "value": 2235}]},
-]}}
+JOB_DOC = {
+    "job": {
+        "submitTime": 1326381446500,
+        "startTime": 1326381446529,
+        "finishTime": 1326381582106,
+        "id": JOB,
+        "name": "Sleep job",
+        "queue": "default",
+        "user": "user1",
+        "state": "SUCCEEDED",
+        "mapsTotal": 1,
+        "mapsCompleted": 1,
+        "reducesTotal": 1,
+        "reducesCompleted": 1,
+        "uberized": False,
+        "diagnostics": "",
+    }
+}
+MAP = {
+    "taskAttempts": {
+        "taskAttempt": [
+            {
+                "assignedContainerId": "container_1326381300833_0002_01_000002",
+                "progress": 100,
+                "elapsedTime": 2638,
+                "state": "SUCCEEDED",
+                "diagnostics": "",
+                "rack": "/98.139.92.0",
+                "nodeHttpAddress": "host.domain.com:8042",
+                "startTime": 1326381450680,
+                "id": "attempt_1326381300833_0002_m_000000_0",
+                "type": "MAP",
+                "finishTime": 1326381453318,
+            }
+        ]
+    }
+}
+REDUCE = {
+    "taskAttempts": {
+        "taskAttempt": [
+            {
+                "elapsedMergeTime": 47,
+                "shuffleFinishTime": 1326381457851,
+                "assignedContainerId": "c",
+                "progress": 100,
+                "elapsedTime": 130217,
+                "state": "SUCCEEDED",
+                "diagnostics": "",
+                "rack": "/r",
+                "elapsedShuffleTime": 2592,
+                "nodeHttpAddress": "host2.domain.com:8042",
+                "startTime": 1326381455259,
+                "id": "attempt_1326381300833_0002_r_000000_0",
+                "type": "REDUCE",
+                "finishTime": 1326381585476,
+                "elapsedReduceTime": 127578,
+                "mergeFinishTime": 1326381457898,
+            }
+        ]
+    }
+}
+COUNTERS = {
+    "jobTaskAttemptCounters": {
+        "id": "attempt_1326381300833_0002_m_000000_0",
+        "taskAttemptCounterGroup": [
+            {
+                "counterGroupName": "org.apache.hadoop.mapreduce.TaskCounter",
+                "counter": [{"name": "MAP_OUTPUT_MATERIALIZED_BYTES", "value": 2235}],
+            },
+        ],
+    }
+}
 
 
 def test_documents_to_events() -> None:
-    events = events_from_documents(JOB_DOC, [MAP, REDUCE], counters={MAP["taskAttempts"]["taskAttempt"][0]["id"]:
-                                                                      COUNTERS})
+    events = events_from_documents(
+        JOB_DOC, [MAP, REDUCE], counters={MAP["taskAttempts"]["taskAttempt"][0]["id"]: COUNTERS}
+    )
     kinds = [e["type"] for e in events]
     assert kinds == ["JobStart", "Mapper", "DataIO", "ReducerStart", "JobEnd", "Reducer", "ReducerEnd"]
     mapper = events[1]
@@ -86,9 +137,13 @@ def _mutate(doc: dict, key: str, value: object) -> dict:
 
 
 @settings(max_examples=int(os.environ.get("HCEP_FUZZ_EXAMPLES", "80")), deadline=None)
-@given(doc=st.sampled_from([JOB_DOC, MAP, REDUCE]), key=st.text(max_size=15) | st.sampled_from(
-    ["id", "startTime", "finishTime", "state", "nodeHttpAddress", "taskAttempt", "job", "mapsTotal"]), value=_json,
-    junk=st.lists(_json, max_size=3))
+@given(
+    doc=st.sampled_from([JOB_DOC, MAP, REDUCE]),
+    key=st.text(max_size=15)
+    | st.sampled_from(["id", "startTime", "finishTime", "state", "nodeHttpAddress", "taskAttempt", "job", "mapsTotal"]),
+    value=_json,
+    junk=st.lists(_json, max_size=3),
+)
 def test_rest_documents_fuzz(doc: dict, key: str, value: object, junk: list) -> None:
     dead = DeadLetterSink.memory()
     mutated = _mutate(doc, key, value)

@@ -47,7 +47,11 @@ def test_every_job_and_attempt_comes_back(run: dict) -> None:
     for job in jobs:
         start = starts[job["job_id"]]
         assert (start["maps"], start["reduces"], start["user"], start["queue"]) == (
-            job["maps"], job["reduces"], job["user"], job["queue"])
+            job["maps"],
+            job["reduces"],
+            job["user"],
+            job["queue"],
+        )
         assert start["ts"] == job["launch"] and ends[job["job_id"]]["ts"] == job["end"]
     mappers = {e["attempt_id"]: e["status"] for e in _by_type(events, "Mapper")}
     assert mappers == {a[0]: a[1] for j in jobs for a in j["map_attempts"]}
@@ -64,7 +68,8 @@ def test_am_logs_alone_recover_the_same_facts(run: dict) -> None:
     """Without the history files (a running job), the AM logs give the same jobs, attempts and periods."""
     am_events = list(collect([str(run["out"] / "hadoop" / "nodes")]))
     full = {
-        (e["type"], e.get("attempt_id") or e["job_id"]): e for e in run["events"]
+        (e["type"], e.get("attempt_id") or e["job_id"]): e
+        for e in run["events"]
         if e["type"] not in ("DataPull", "DataIO")
     }
     for e in am_events:
@@ -103,9 +108,14 @@ def test_listed_anomalies_show_in_the_logs(run: dict) -> None:
             mine = [e for e in _by_type(events, etype) if e["job_id"] == entry["job_id"]]
             slowest = max(mine, key=lambda e: e["period"])
             assert (slowest["attempt_id"], slowest["period"], slowest["host"], slowest["status"]) == (
-                entry["attempt_id"], entry["duration"], entry["host"], entry["status"])
+                entry["attempt_id"],
+                entry["duration"],
+                entry["host"],
+                entry["status"],
+            )
             assert statistics.median(e["period"] for e in mine if e["status"] == "SUCCEEDED") == pytest.approx(
-                entry["median"], abs=1e-6)
+                entry["median"], abs=1e-6
+            )
             assert len(mine) == entry["attempts"] >= 5 and entry["ratio"] >= 4 and entry["excess"] >= 120
     for entry in anomalies["slow_pull"]:
         pulls = [e for e in _by_type(events, "DataPull") if e["task_id"] == entry["task_id"]]
@@ -119,7 +129,10 @@ def test_listed_anomalies_show_in_the_logs(run: dict) -> None:
         sizes = [(round(e["ts"] * 1000), e["size"]) for e in io]
         held = detect.queued([x for x in sizes if x[1] > 0], [(t, -b) for t, b in sizes if b < 0], 0)
         assert (held.start_ms / 1e3, held.held_ms / 1e3, held.peak_bytes) == (
-            entry["start"], entry["held_for"], entry["peak_queued_bytes"])
+            entry["start"],
+            entry["held_for"],
+            entry["peak_queued_bytes"],
+        )
     for entry in anomalies["unbalancing_reducer"]:
         assert entry["peak_contribution"] >= 8 and entry["load_std_max_during"] > entry["threshold"]
         start = next(e for e in _by_type(events, "ReducerStart") if e["attempt_id"] == entry["attempt_id"])
@@ -150,7 +163,8 @@ def test_ganglia_samples(run: dict) -> None:
 
 def _digest(root: Path) -> dict[str, str]:
     return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
         if p.is_file()
     }
 
@@ -181,8 +195,9 @@ def test_ganglia_writer_is_called_when_available(tmp_path: Path, monkeypatch: py
     from collectors.simulate import ganglia_out
 
     calls = []
-    monkeypatch.setattr(ganglia_out, "write_rrd", lambda root, cluster, samples: calls.append((root, cluster,
-                                                                                                 len(samples))))
+    monkeypatch.setattr(
+        ganglia_out, "write_rrd", lambda root, cluster, samples: calls.append((root, cluster, len(samples)))
+    )
     simulate(SimConfig(nodes=4, hours=0.05, seed=1, cluster="c1"), str(tmp_path), ganglia="rrd")
     assert calls and calls[0][0].endswith("ganglia/rrds") and calls[0][1] == "c1" and calls[0][2] > 0
     warnings: list[str] = []
@@ -191,8 +206,13 @@ def test_ganglia_writer_is_called_when_available(tmp_path: Path, monkeypatch: py
         raise OSError("gmond unreachable")
 
     monkeypatch.setattr(ganglia_out, "send_gmetric", broken)
-    simulate(SimConfig(nodes=4, hours=0.05, seed=1), str(tmp_path / "g"), ganglia="gmond", gmond="h:8649",
-             warn=warnings.append)
+    simulate(
+        SimConfig(nodes=4, hours=0.05, seed=1),
+        str(tmp_path / "g"),
+        ganglia="gmond",
+        gmond="h:8649",
+        warn=warnings.append,
+    )
     assert warnings and "gmond unreachable" in warnings[0]
     assert (tmp_path / "g" / "ganglia" / "samples.jsonl").stat().st_size > 0
 

@@ -52,8 +52,9 @@ def _match(events: Path) -> list[dict]:
     from app.commands.match import compiled_queries, read_events
     from engine import match_events
 
-    args = argparse.Namespace(pack=str(PACK), query=None, query_text=None, strategy=None, output=None,
-                              confidence=None, tick=None)
+    args = argparse.Namespace(
+        pack=str(PACK), query=None, query_text=None, strategy=None, output=None, confidence=None, tick=None
+    )
     compiled, tick = compiled_queries(args)
     return [json.loads(json.dumps(r)) for r in match_events(compiled, read_events(events, tick))]
 
@@ -75,15 +76,37 @@ def store_alerts(records: list[dict]) -> list:
 
     out = []
     for rule, query, severity, tier, job, task, fired, resolved in STORE_ALERTS:
-        mine = [r for r in records if r["query"] == query
-                and (r["return"].get("task_id") == task if task else r["return"].get("job_id") == job)]
+        mine = [
+            r
+            for r in records
+            if r["query"] == query
+            and (r["return"].get("task_id") == task if task else r["return"].get("job_id") == job)
+        ]
         record = mine[-1] if mine else None
-        labels = {"alertname": rule, "severity": severity, "pack": "hadoop", "query": query, "tier": tier,
-                  "job_id": job, **({"task_id": task} if task else {}), "anomaly": rule.lower()}
-        evidence = {"query": query, "record_id": record_id(record) if record else None, "records": 1,
-                    "match": record["match"] if record else {}, "return": record["return"] if record else {}}
-        notes = {"summary": f"{rule} of {task or job} ({tier})", "description": f"what {rule} means",
-                 "confidence": "1.0", "evidence": json.dumps(evidence), "value": "5.0"}
+        labels = {
+            "alertname": rule,
+            "severity": severity,
+            "pack": "hadoop",
+            "query": query,
+            "tier": tier,
+            "job_id": job,
+            **({"task_id": task} if task else {}),
+            "anomaly": rule.lower(),
+        }
+        evidence = {
+            "query": query,
+            "record_id": record_id(record) if record else None,
+            "records": 1,
+            "match": record["match"] if record else {},
+            "return": record["return"] if record else {},
+        }
+        notes = {
+            "summary": f"{rule} of {task or job} ({tier})",
+            "description": f"what {rule} means",
+            "confidence": "1.0",
+            "evidence": json.dumps(evidence),
+            "value": "5.0",
+        }
         alert = Alert(labels, notes, fired, at=fired)
         out.append(alert)
         if resolved is not None:
@@ -96,8 +119,24 @@ def write_store(path: Path, alerts: list) -> None:
     from app.store import Batch, Store
 
     store = Store(str(path))
-    rows = [(a.transition_id, a.labels["alertname"], "ops", a.severity, json.dumps(a.to_webhook()), "unrouted",
-             a.at, a.at, "fixture", a.fingerprint, a.status, a.starts_at, a.ends_at) for a in alerts]
+    rows = [
+        (
+            a.transition_id,
+            a.labels["alertname"],
+            "ops",
+            a.severity,
+            json.dumps(a.to_webhook()),
+            "unrouted",
+            a.at,
+            a.at,
+            "fixture",
+            a.fingerprint,
+            a.status,
+            a.starts_at,
+            a.ends_at,
+        )
+        for a in alerts
+    ]
     store.commit(Batch([], rows, [], [], None))
     store.close()
 
@@ -145,22 +184,35 @@ def build_history(data: Path, out: Path, bucket: float = 300.0) -> Path:
     frames = []
     for level, column in (("job", "job_id"), ("queue", "queue"), ("user", "user"), ("host", "host")):
         for (key, kind), group in tasks.groupby([column, "type"]):
-            row = {"level": level, "key": key, "kind": kind, "tasks": len(group), "mean": group["period"].mean(),
-                   "min": group["period"].min()}
+            row = {
+                "level": level,
+                "key": key,
+                "kind": kind,
+                "tasks": len(group),
+                "mean": group["period"].mean(),
+                "min": group["period"].min(),
+            }
             row.update({f"p{round(q * 100)}": group["period"].quantile(q, interpolation="lower") for q in QUANTILES})
             row["max"] = group["period"].max()
             frames.append(row)
-    skews = [{"job_id": job, "kind": kind, **skew(list(group["period"]))}
-             for (job, kind), group in tasks.groupby(["job_id", "type"])]
+    skews = [
+        {"job_id": job, "kind": kind, **skew(list(group["period"]))}
+        for (job, kind), group in tasks.groupby(["job_id", "type"])
+    ]
     io = events[events["type"] == "DataIO"].sort_values("ts", kind="stable")
     io = io.assign(queued=io.groupby("job_id")["size"].cumsum())[["job_id", "task_id", "ts", "size", "queued"]]
     matches = pd.DataFrame(_read([data / "matches.jsonl"]))
     kinds = {"Q3": "straggler", "Q5": "imbalance", "Q6": "imbalance"}
     tagged = matches[matches["query"].isin(list(kinds))].assign(
-        kind=lambda f: f["query"].map(kinds), bucket=lambda f: (f["end"] // bucket) * bucket)
+        kind=lambda f: f["query"].map(kinds), bucket=lambda f: (f["end"] // bucket) * bucket
+    )
     anomalies = tagged.groupby(["bucket", "kind", "query"]).size().rename("count").reset_index()
-    for name, frame in (("durations", pd.DataFrame(frames)), ("skew", pd.DataFrame(skews)), ("queued", io),
-                        ("anomalies", anomalies)):
+    for name, frame in (
+        ("durations", pd.DataFrame(frames)),
+        ("skew", pd.DataFrame(skews)),
+        ("queued", io),
+        ("anomalies", anomalies),
+    ):
         (out / name).mkdir(parents=True, exist_ok=True)
         frame.reset_index(drop=True).to_parquet(out / name / "part-00000.parquet")
         (out / name / "_SUCCESS").write_text("")

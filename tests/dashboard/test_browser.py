@@ -50,9 +50,26 @@ def served(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     env = {k: v for k, v in os.environ.items() if not k.startswith("HCEP_DASHBOARD_")}
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "dashboard", "--data", str(data), "--acks", str(acks), "--port", "0",
-         "--refresh", str(REFRESH_S)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "dashboard",
+            "--data",
+            str(data),
+            "--acks",
+            str(acks),
+            "--port",
+            "0",
+            "--refresh",
+            str(REFRESH_S),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
     )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.append(proc.stdout.readline()), daemon=True)  # type: ignore
@@ -201,9 +218,14 @@ def test_new_matches_appear_without_a_reload(served, page) -> None:
     url, data, _ = served
     visit(page, url + "stragglers", "Straggling shuffle pulls")
     page.get_by_text("Straggling pulls").wait_for()
-    record = {"query": "Q3", "match": {"a": ["x-a"], "b": ["x-b"], "c": ["x-c"]}, "confidence": 1.0,
-              "start": 1_700_087_000.0, "end": 1_700_087_080.0,
-              "return": {"task_id": "task_1700000000000_0009_r_000007", "period": 42.0}}
+    record = {
+        "query": "Q3",
+        "match": {"a": ["x-a"], "b": ["x-b"], "c": ["x-c"]},
+        "confidence": 1.0,
+        "start": 1_700_087_000.0,
+        "end": 1_700_087_080.0,
+        "return": {"task_id": "task_1700000000000_0009_r_000007", "period": 42.0},
+    }
     (data / "late.jsonl").write_text(json.dumps(record) + "\n")
     page.get_by_text("task_1700000000000_0009_r_000007").first.wait_for(state="attached", timeout=REFRESH_S * 10_000)
 

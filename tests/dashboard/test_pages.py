@@ -136,8 +136,10 @@ def test_alerts_view_groups_the_open_alerts_by_job() -> None:
     text = markdown(at)
     # One box per job, most severe first; inside, one line per alert with severity, tier, rule, target and summary.
     assert text.index(f"`{STRAGGLER_JOB}` · 2 open alert(s)") < text.index(f"`{OTHER_JOB}` · 1 open alert(s)")
-    assert (f":orange-badge[warning · moderate] **ShufflePullStall** · `{STRAGGLER_JOB}` / `{SLOW_PULL_TASK}` · "
-            f"ShufflePullStall of {SLOW_PULL_TASK} (moderate)") in text
+    assert (
+        f":orange-badge[warning · moderate] **ShufflePullStall** · `{STRAGGLER_JOB}` / `{SLOW_PULL_TASK}` · "
+        f"ShufflePullStall of {SLOW_PULL_TASK} (moderate)"
+    ) in text
     assert f":red-badge[critical · severe] **MapperSkew** · `{STRAGGLER_JOB}` · " in text
     assert f":red-badge[critical · severe] **ReducerSkew** · `{OTHER_JOB}`" in text  # escalated: the open one
     assert f"**MapperSkew** · `{OTHER_JOB}`" not in text  # info: hidden by default
@@ -213,8 +215,7 @@ def test_queries_shows_pack_counts_and_rates() -> None:
     assert table.loc["Q1", "alerts"] == 2 and table.loc["Q1", "open_alerts"] == 2
     assert metrics(at)["Runs alive"] == "-"  # no service statistics in a JSONL data dir
     rules = at.dataframe[1].value.set_index("rule")  # the pack's alert rules, below the queries
-    assert list(rules.index) == ["MapperSkew", "ReducerSkew", "ShufflePullStall", "HeldMapOutput",
-                                 "UnbalancingReducer"]
+    assert list(rules.index) == ["MapperSkew", "ReducerSkew", "ShufflePullStall", "HeldMapOutput", "UnbalancingReducer"]
     assert rules.loc["HeldMapOutput", "for"] == "3 minutes" and rules.loc["ShufflePullStall", "alerts"] == 2
 
 
@@ -283,8 +284,9 @@ def test_queries_view_shows_the_live_service_numbers(dashboard_env: Path, monkey
     assert m["Shed (total)"] == "18" and m["Partial matches shed"] == "14"
 
 
-def test_a_simulated_cluster_shows_its_slow_pull_with_the_log_lines(monkeypatch: pytest.MonkeyPatch,
-                                                                    tmp_path: Path) -> None:
+def test_a_simulated_cluster_shows_its_slow_pull_with_the_log_lines(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """End to end on genuine artifacts: ``hcep simulate`` -> ``hcep collect`` -> ``hcep match`` -> the stragglers view
     names the ground truth's slow pull and quotes the reducer's fetcher log lines."""
     import importlib.util
@@ -296,8 +298,9 @@ def test_a_simulated_cluster_shows_its_slow_pull_with_the_log_lines(monkeypatch:
     root = APP.parents[2]
 
     def hcep(*args: str) -> None:
-        done = subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=root, capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "app.cli", *args], cwd=root, capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, done.stderr
 
     sim, data = tmp_path / "sim", tmp_path / "data"
@@ -308,9 +311,23 @@ def test_a_simulated_cluster_shows_its_slow_pull_with_the_log_lines(monkeypatch:
     events = [json.loads(line) for line in (data / "hadoop.jsonl").read_text().splitlines() if line.strip()]
     merged = tmp_path / "events.jsonl"
     merged.write_text("".join(json.dumps(e) + "\n" for e in sorted(events, key=lambda e: e["ts"])))
-    out = subprocess.run([sys.executable, "-m", "app.cli", "match", str(merged), "--pack",
-                          str(root / "queries" / "hadoop.yaml"), "--query", "Q3"], cwd=root, capture_output=True,
-                         text=True, timeout=300).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "match",
+            str(merged),
+            "--pack",
+            str(root / "queries" / "hadoop.yaml"),
+            "--query",
+            "Q3",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
     (data / "matches.jsonl").write_text(out)
 
     monkeypatch.setenv("HCEP_DASHBOARD_DATA", str(data))
@@ -333,10 +350,23 @@ def test_queuing_never_shows_a_negative_queue(monkeypatch: pytest.MonkeyPatch, t
     for file in data_dir.glob("*.jsonl"):
         shutil.copyfile(file, tmp_path / file.name)
     job = "job_1700000000000_0009"
-    records = [{"query": "Q4", "match": {"a": ["s9"], "b": [f"io{i}" for i in range(n)]}, "confidence": 1.0,
-                "start": 1_700_000_100.0, "end": 1_700_000_100.0 + n,
-                "return": {"job_id": job, "start": 1_700_000_100.0, "last": 1_700_000_100.0 + n,
-                           "queued": queued, "change": -1.0}} for n, queued in ((1, 4.0 * 2**20), (2, -3.0 * 2**20))]
+    records = [
+        {
+            "query": "Q4",
+            "match": {"a": ["s9"], "b": [f"io{i}" for i in range(n)]},
+            "confidence": 1.0,
+            "start": 1_700_000_100.0,
+            "end": 1_700_000_100.0 + n,
+            "return": {
+                "job_id": job,
+                "start": 1_700_000_100.0,
+                "last": 1_700_000_100.0 + n,
+                "queued": queued,
+                "change": -1.0,
+            },
+        }
+        for n, queued in ((1, 4.0 * 2**20), (2, -3.0 * 2**20))
+    ]
     (tmp_path / "partial.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     monkeypatch.setenv("HCEP_DASHBOARD_DATA", str(tmp_path))
     monkeypatch.setenv("HCEP_DASHBOARD_REFRESH", "0")

@@ -66,27 +66,64 @@ def test_store_backend_reads_matches_and_the_alert_transitions(tmp_path: Path, d
 
     recs = [r for r in records(data_dir) if r["start"] < 1_700_000_390]  # the sample's records
     q3 = next(r for r in recs if r["query"] == "Q3")
-    labels = {"alertname": "ShufflePullStall", "severity": "warning", "tier": "moderate", "pack": "hadoop",
-              "query": "Q3", "job_id": STRAGGLER_JOB, "task_id": SLOW_PULL_TASK}
-    notes = {"summary": "slow pull", "confidence": "1.0",
-             "evidence": json.dumps({"query": "Q3", "record_id": record_id(q3), "records": 1})}
+    labels = {
+        "alertname": "ShufflePullStall",
+        "severity": "warning",
+        "tier": "moderate",
+        "pack": "hadoop",
+        "query": "Q3",
+        "job_id": STRAGGLER_JOB,
+        "task_id": SLOW_PULL_TASK,
+    }
+    notes = {
+        "summary": "slow pull",
+        "confidence": "1.0",
+        "evidence": json.dumps({"query": "Q3", "record_id": record_id(q3), "records": 1}),
+    }
     fired = Alert(labels, notes, 1_700_000_045.0, at=1_700_000_045.0)
-    other = Alert({**labels, "task_id": "task_x", "severity": "critical"}, {"summary": "another"}, 1_700_000_050.0,
-                  at=1_700_000_050.0)
+    other = Alert(
+        {**labels, "task_id": "task_x", "severity": "critical"},
+        {"summary": "another"},
+        1_700_000_050.0,
+        at=1_700_000_050.0,
+    )
     transitions = [fired, other, other.resolved(1_700_000_060.0)]
     store = store_mod.Store(str(tmp_path / "hcep.sqlite"))
-    store.commit(store_mod.Batch(
-        matches=[(record_id(r), r["query"], "hadoop", r["confidence"], r["start"], r["end"], json.dumps(r), 1.0, "i")
-                 for r in recs],
-        alerts=[(a.transition_id, "ShufflePullStall", "ops", a.severity, json.dumps(a.to_webhook()),
-                 "delivered" if a is fired else "pending", 0.0, 1.0, "i", a.fingerprint, a.status, a.starts_at,
-                 a.ends_at) for a in transitions],
-        deadletters=[("events", 0, 7, 0, "late", "{}", 1.0)], offsets=[], checkpoint=None))
+    store.commit(
+        store_mod.Batch(
+            matches=[
+                (record_id(r), r["query"], "hadoop", r["confidence"], r["start"], r["end"], json.dumps(r), 1.0, "i")
+                for r in recs
+            ],
+            alerts=[
+                (
+                    a.transition_id,
+                    "ShufflePullStall",
+                    "ops",
+                    a.severity,
+                    json.dumps(a.to_webhook()),
+                    "delivered" if a is fired else "pending",
+                    0.0,
+                    1.0,
+                    "i",
+                    a.fingerprint,
+                    a.status,
+                    a.starts_at,
+                    a.ends_at,
+                )
+                for a in transitions
+            ],
+            deadletters=[("events", 0, 7, 0, "late", "{}", 1.0)],
+            offsets=[],
+            checkpoint=None,
+        )
+    )
     open_in_store = [a["fingerprint"] for a in store.open_alerts()]
     store.close()
 
-    data = DashboardData(DashboardConfig.from_env({"HCEP_DASHBOARD_DATA": str(tmp_path),
-                                                   "HCEP_DASHBOARD_PACK": str(PACK)}))
+    data = DashboardData(
+        DashboardConfig.from_env({"HCEP_DASHBOARD_DATA": str(tmp_path), "HCEP_DASHBOARD_PACK": str(PACK)})
+    )
     assert data.config.store == tmp_path / "hcep.sqlite"
     assert len(data.matches()) == len(recs)
     assert len(data.alert_transitions()) == 3
@@ -161,13 +198,20 @@ def test_nothing_in_dashboards_imports_app() -> None:
     offenders = []
     for path in sorted((ROOT / "dashboards").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.split(".")[0] == "app"]
     assert not offenders, offenders
-    code = ("import sys, dashboards.source, dashboards.backends.store, dashboards.backends.jsonl, "
-            "dashboards.backends.alertmanager, dashboards.backends.archive, dashboards.analysis, dashboards.charts, "
-            "dashboards.logs; print(sorted(m for m in sys.modules if m == 'app' or m.startswith('app.')))")
+    code = (
+        "import sys, dashboards.source, dashboards.backends.store, dashboards.backends.jsonl, "
+        "dashboards.backends.alertmanager, dashboards.backends.archive, dashboards.analysis, dashboards.charts, "
+        "dashboards.logs; print(sorted(m for m in sys.modules if m == 'app' or m.startswith('app.')))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
 
@@ -196,7 +240,8 @@ def test_history_tables_are_found_beside_the_data_and_reread_when_replaced(data_
     assert len(data.history("anomalies")) > 0
     time.sleep(0.01)
     pd.DataFrame({"bucket": [0.0], "kind": ["straggler"], "query": ["Q3"], "count": [9]}).to_parquet(
-        tmp_path / "h" / "anomalies" / "part-00000.parquet")
+        tmp_path / "h" / "anomalies" / "part-00000.parquet"
+    )
     assert data.history("anomalies")["count"].tolist() == [9]
     assert data.history("nope").empty
 
@@ -221,7 +266,8 @@ def test_log_lines_of_a_straggler_are_found(tmp_path: Path) -> None:
         "2023-11-14 22:14:04,100 INFO [fetcher#1] Fetcher: about to shuffle output of map "
         "attempt_1700000000000_0001_m_000001_0 decomp: 24510464 len: 24510468 to MEMORY\n"
         "2023-11-14 22:14:04,200 INFO [fetcher#2] Fetcher: about to shuffle output of map "
-        "attempt_1700000000000_0001_m_000002_0 decomp: 1 len: 1 to MEMORY\n")
+        "attempt_1700000000000_0001_m_000002_0 decomp: 1 len: 1 to MEMORY\n"
+    )
     found = straggler_lines(tmp_path, SLOW_PULL_TASK, "task_1700000000000_0001_m_000001")
     assert [line.lineno for line in found] == [2]
     assert short_path(found[0].path, tmp_path) == "worker-03/container_x_000004/syslog"
@@ -237,8 +283,9 @@ def test_config_round_trips_through_the_environment(tmp_path: Path) -> None:
 
 def test_hcep_dashboard_rejects_missing_inputs(tmp_path: Path) -> None:
     def hcep(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "app.cli", "dashboard", *args], capture_output=True, text=True,
-                              cwd=ROOT, timeout=60)
+        return subprocess.run(
+            [sys.executable, "-m", "app.cli", "dashboard", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+        )
 
     none = hcep()
     assert none.returncode == 2 and "--data" in none.stderr

@@ -18,8 +18,7 @@ def test_store_events_feed_the_load_overview(tmp_path: Path) -> None:
     load = [e for e in events if e["type"] in ("LoadStd", "Balance", "Imbalance")]
     assert load
     store = store_mod.Store(str(tmp_path / "hcep.sqlite"))
-    rows = [(e.get("id") or f"x{i}", e["type"], e["ts"], e.get("host"), json.dumps(e), "0")
-            for i, e in enumerate(load)]
+    rows = [(e.get("id") or f"x{i}", e["type"], e["ts"], e.get("host"), json.dumps(e), "0") for i, e in enumerate(load)]
     store.commit(store_mod.Batch([], [], [], [], None, rows))
     store.close()
 

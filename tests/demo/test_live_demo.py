@@ -173,12 +173,40 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     kafka, zk, gmond, gmetad, interactive, metrics, dashboard, alertmanager, spark_metrics = _free_ports(9)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     out = root / "demo.out"
-    cmd = [sys.executable, "-m", "app.cli", "demo", "--dir", str(root / "run"), "--kafka-dir", str(root / "kafka"),
-           "--kafka-port", str(kafka), "--zk-port", str(zk), "--gmond-port", str(gmond), "--gmetad-port",
-           str(gmetad), "--gmetad-interactive-port", str(interactive), "--metrics-port", str(metrics),
-           "--dashboard-port", str(dashboard), "--alertmanager-port", str(alertmanager), "--refresh", "3",
-           "--spark-metrics-port", str(spark_metrics),
-           "--duration", str(SAFETY_DURATION), "--minutes", "30"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "app.cli",
+        "demo",
+        "--dir",
+        str(root / "run"),
+        "--kafka-dir",
+        str(root / "kafka"),
+        "--kafka-port",
+        str(kafka),
+        "--zk-port",
+        str(zk),
+        "--gmond-port",
+        str(gmond),
+        "--gmetad-port",
+        str(gmetad),
+        "--gmetad-interactive-port",
+        str(interactive),
+        "--metrics-port",
+        str(metrics),
+        "--dashboard-port",
+        str(dashboard),
+        "--alertmanager-port",
+        str(alertmanager),
+        "--refresh",
+        "3",
+        "--spark-metrics-port",
+        str(spark_metrics),
+        "--duration",
+        str(SAFETY_DURATION),
+        "--minutes",
+        "30",
+    ]
     with open(out, "wb") as sink:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     d = Demo(proc, root / "run", out)
@@ -287,13 +315,28 @@ def until_text(page: Any, demo: Demo, pattern: str | re.Pattern, what: str, grid
 # -------------------------------------------------------------------------------------------------------- tests
 def test_the_demo_starts_every_part_on_loopback(demo: Demo) -> None:
     text = demo.output()
-    for step in ("[1/7] Kafka broker", "[2/7] gmond and gmetad", "[3/7] streaming service", "[4/7] collectors",
-                 "[5/7] simulated Hadoop cluster", "[6/7] dashboard", "[7/7] all up"):
+    for step in (
+        "[1/7] Kafka broker",
+        "[2/7] gmond and gmetad",
+        "[3/7] streaming service",
+        "[4/7] collectors",
+        "[5/7] simulated Hadoop cluster",
+        "[6/7] dashboard",
+        "[7/7] all up",
+    ):
         assert step in text, text
     assert f"Dashboard: {demo.url}" in text and "Ctrl-C stops everything" in text
     assert demo.url.startswith("http://127.0.0.1:")
-    assert set(demo.info["children"]) == {"run", "collect-hadoop", "collect-ganglia", "simulate", "dashboard",
-                                          "run-spark", "collect-spark", "spark-app"}  # --spark is the default
+    assert set(demo.info["children"]) == {
+        "run",
+        "collect-hadoop",
+        "collect-ganglia",
+        "simulate",
+        "dashboard",
+        "run-spark",
+        "collect-spark",
+        "spark-app",
+    }  # --spark is the default
     assert set(demo.info["daemons"]) == {"kafka", "ganglia", "alertmanager"}
     assert all(d["started"] for d in demo.info["daemons"].values())  # fresh run dirs: the demo started them all
     assert demo.info["alertmanager"] == demo.info["daemons"]["alertmanager"]["ALERTMANAGER_URL"]
@@ -305,8 +348,9 @@ def test_the_demo_starts_every_part_on_loopback(demo: Demo) -> None:
     if shutil.which("ss"):
         demo.note_processes()
         listening = subprocess.run(["ss", "-H", "-ltunp"], capture_output=True, text=True, check=False).stdout
-        ours = [line.split()[4] for line in listening.splitlines()
-                if any(f"pid={pid}," in line for pid, _ in demo.pids)]
+        ours = [
+            line.split()[4] for line in listening.splitlines() if any(f"pid={pid}," in line for pid, _ in demo.pids)
+        ]
         assert ours, listening
         assert all(addr.startswith(("127.", "[::1]", "[::ffff:127.")) for addr in ours), ours
 
@@ -322,8 +366,11 @@ def test_queuing_view_shows_the_held_map_output(demo: Demo, page: Any, shots: Pa
     shoot(page, shots, "1-queuing")
     from contracts.store import StoreReader
 
-    queued = [(r["return"]["job_id"], r["return"]["queued"]) for _, r, _ in StoreReader(demo.info["store"]).matches()
-              if r["query"] == "Q4"]
+    queued = [
+        (r["return"]["job_id"], r["return"]["queued"])
+        for _, r, _ in StoreReader(demo.info["store"]).matches()
+        if r["query"] == "Q4"
+    ]
     assert queued and all(q >= 0 for _, q in queued), [x for x in queued if x[1] < 0][:5]
 
 
@@ -354,18 +401,25 @@ def test_imbalance_view_shows_the_runaway_reducer(demo: Demo, page: Any, shots: 
     # Q6 flags reducers early; Q5 (through an imbalance and back to balance) comes later.
     until_text(page, demo, r"Through an imbalance \(Q5\)\s*\n\s*[1-9]", "a Q5 match")
     open_selected(page, demo, "imbalance", "Reducers and cluster load imbalance", "task", task, task)
-    until_text(page, demo, re.escape(f"{task} on {host}: ") + r".*Q5 \(confidence \d\.\d{3}\)",
-               f"Q5 on the runaway reducer {task}")
+    until_text(
+        page,
+        demo,
+        re.escape(f"{task} on {host}: ") + r".*Q5 \(confidence \d\.\d{3}\)",
+        f"Q5 on the runaway reducer {task}",
+    )
     shoot(page, shots, "4-imbalance")
-    print(f"\n[timing] imbalance on the dashboard {time.time() - float(demo.truth['window']['start']):.0f} s after "
-          f"the cluster started")
+    print(
+        f"\n[timing] imbalance on the dashboard {time.time() - float(demo.truth['window']['start']):.0f} s after "
+        f"the cluster started"
+    )
 
 
 def test_overview_shows_the_imbalance_rounds_and_the_warnings(demo: Demo, page: Any, shots: Path) -> None:
     visit(page, demo.url, "Cluster overview")
     # The page draws top to bottom: wait for its last section too, not only the metric.
-    text = until_text(page, demo, r"Imbalance rounds\s*\n\s*[1-9][\s\S]*Needs a look",
-                      "imbalance rounds on the overview")
+    text = until_text(
+        page, demo, r"Imbalance rounds\s*\n\s*[1-9][\s\S]*Needs a look", "imbalance rounds on the overview"
+    )
     assert "Load std-dev (latest)" in text and "Needs a look" in text
     assert re.search(r"Open alerts\s*\n\s*[1-9]", text), text
     page.locator(".vega-embed").first.wait_for()
@@ -401,8 +455,9 @@ def test_alerts_view_shows_the_earliest_showcase_alert(demo: Demo, page: Any, sh
     print(f"\n[alerts] the earliest showcase alert: {found.splitlines()[0]!r}")
     shoot(page, shots, "6-alerts")
     delivered = [json.loads(line) for line in (demo.root / "alerts.jsonl").read_text().splitlines()]
-    assert any(a["labels"]["alertname"] == first["rule"] and a["labels"].get("job_id") == first["job_id"]
-               for a in delivered)  # the webhook got it too
+    assert any(
+        a["labels"]["alertname"] == first["rule"] and a["labels"].get("job_id") == first["job_id"] for a in delivered
+    )  # the webhook got it too
     visit(page, demo.url + "alerts", "Alerts")  # all of them: which of the showcase's alerts are there by now
     page.get_by_text(re.compile(r"^Resolved alerts \(\d+\)$")).click()
     page.wait_for_timeout(1000)
@@ -411,8 +466,10 @@ def test_alerts_view_shows_the_earliest_showcase_alert(demo: Demo, page: Any, sh
     for e in expected:
         target = re.escape(e["job_id"]) + (" / " + re.escape(e["task_id"]) if e["task_id"] else " ·")
         seen = re.search(rf"(warning|critical)(?: · \w+)?\s*{e['rule']} · {target}", everything) is not None
-        print(f"\n[alerts] {e['rule']} of {e['task_id'] or e['job_id']}: expected about "
-              f"+{e['at'] - float(demo.truth['window']['start']):.0f} s, {'shown' if seen else 'not shown yet'}")
+        print(
+            f"\n[alerts] {e['rule']} of {e['task_id'] or e['job_id']}: expected about "
+            f"+{e['at'] - float(demo.truth['window']['start']):.0f} s, {'shown' if seen else 'not shown yet'}"
+        )
     shoot(page, shots, "6b-alerts-all")
 
 
@@ -434,13 +491,17 @@ def test_spark_view_shows_the_demo_application(demo: Demo, page: Any, shots: Pat
     def left() -> float:
         return max(30.0, float(demo.truth["window"]["start"]) + SPARK_TIMEOUT - time.time())
 
-    for rule, pattern in (("StageSpill", r"StageSpill · stage \d+: app \S+ stage \d+ \(attempt 0\): [\d,]+ bytes"),
-                          ("StageSkew", r"StageSkew · stage \d+: .*slowest task ran \d+\.\d s"),
-                          ("TaskStraggler", r"TaskStraggler · stage \d+, executor driver: ")):
+    for rule, pattern in (
+        ("StageSpill", r"StageSpill · stage \d+: app \S+ stage \d+ \(attempt 0\): [\d,]+ bytes"),
+        ("StageSkew", r"StageSkew · stage \d+: .*slowest task ran \d+\.\d s"),
+        ("TaskStraggler", r"TaskStraggler · stage \d+, executor driver: "),
+    ):
         rx = re.compile(pattern)
         poll(lambda rx=rx: rx.search(main_text(page)) is not None, left(), f"the {rule} alert on the Spark view")
-        print(f"\n[timing] {rule} on the Spark view {time.time() - float(demo.truth['window']['start']):.0f} s after "
-              f"the cluster started")
+        print(
+            f"\n[timing] {rule} on the Spark view {time.time() - float(demo.truth['window']['start']):.0f} s after "
+            f"the cluster started"
+        )
     until_text(page, demo, "hcep-demo-spark", "the demo's Spark application in the applications table", grid=True)
     shoot(page, shots, "8-spark")
     delivered = [json.loads(line) for line in (demo.root / "alerts.jsonl").read_text().splitlines()]

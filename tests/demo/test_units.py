@@ -32,7 +32,8 @@ def test_the_showcase_is_planted_in_the_first_seconds(planned: tuple[Path, float
     anomalies = truth["anomalies"]
     planted = {k: [a for a in v if a["planted"]] for k, v in anomalies.items()}
     assert {k: len(v) for k, v in planted.items()} == dict.fromkeys(
-        ("skewed_mapper", "skewed_reducer", "slow_pull", "queued_output", "unbalancing_reducer"), 2)
+        ("skewed_mapper", "skewed_reducer", "slow_pull", "queued_output", "unbalancing_reducer"), 2
+    )
     assert not any(truth["planted_not_anomalous"].values()), truth["planted_not_anomalous"]
     print("natural anomalies of the background:", truth["natural"])
     assert sum(truth["natural"].values()) <= 2
@@ -118,9 +119,11 @@ def _sleeper(name: str, tmp_path: Path, code: str, **kw: object) -> Child:
 def test_children_run_in_their_own_groups_and_stop_with_their_children(tmp_path: Path) -> None:
     sup = Supervisor(say=lambda _: None)
     # A child that starts a grandchild and ignores SIGTERM: SIGKILL to the group after the grace period.
-    code = ("import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); print('up', flush=True); "
-            "time.sleep(60)")
+    code = (
+        "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); print('up', flush=True); "
+        "time.sleep(60)"
+    )
     parent = sup.start(_sleeper("stubborn", tmp_path, code))
     quiet = sup.start(_sleeper("quiet", tmp_path, "import time; time.sleep(60)"))
     deadline = time.monotonic() + 30
@@ -135,8 +138,11 @@ def test_children_run_in_their_own_groups_and_stop_with_their_children(tmp_path:
     deadline = time.monotonic() + 10
     while os.path.exists(f"/proc/{grandchild}") and time.monotonic() < deadline:
         time.sleep(0.1)
-    state = Path(f"/proc/{grandchild}/stat").read_text().rsplit(")", 1)[1].split()[0] \
-        if os.path.exists(f"/proc/{grandchild}") else "gone"
+    state = (
+        Path(f"/proc/{grandchild}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if os.path.exists(f"/proc/{grandchild}")
+        else "gone"
+    )
     assert state in ("gone", "Z")
 
 
@@ -147,9 +153,13 @@ def test_a_child_that_dies_stops_the_demo_with_status_1(tmp_path: Path, monkeypa
 
     def start() -> None:  # instead of the daemons and hcep processes: two plain children, one of which fails
         demo.sup.start(_sleeper("collect-hadoop", demo.layout.logs, "import time; time.sleep(60)"))
-        demo.sup.start(_sleeper("simulate", demo.layout.logs,
-                                "import sys, time; print('boom: gmetric not found', flush=True); time.sleep(1); "
-                                "sys.exit(3)"))
+        demo.sup.start(
+            _sleeper(
+                "simulate",
+                demo.layout.logs,
+                "import sys, time; print('boom: gmetric not found', flush=True); time.sleep(1); sys.exit(3)",
+            )
+        )
 
     monkeypatch.setattr(demo, "start", start)
     started = time.monotonic()
@@ -202,10 +212,17 @@ def test_the_replay_prints_the_alerts_hcep_match_alerts_gives(capsys: pytest.Cap
     alerts = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert main(["demo", "--replay", "--events", str(handcheck)]) == 0
     text = capsys.readouterr().out
-    shown = text[text.index("\nAlerts  "):]
+    shown = text[text.index("\nAlerts  ") :]
     states = re.findall(r"^    (FIRING  |resolved) t=\d+s  (\w+) \((\w+)/(\w+)\)", shown, re.MULTILINE)
-    assert states == [("FIRING  " if "endsAt" not in a else "resolved", a["labels"]["alertname"],
-                       a["labels"]["severity"], a["labels"]["tier"]) for a in alerts]
+    assert states == [
+        (
+            "FIRING  " if "endsAt" not in a else "resolved",
+            a["labels"]["alertname"],
+            a["labels"]["severity"],
+            a["labels"]["tier"],
+        )
+        for a in alerts
+    ]
     assert len(alerts) == 2 and f"{len(alerts)} transition(s); 0 alert(s) still open" in shown
     assert "hcep match" in text and "--alerts" in text
     assert main(["demo", "--replay"]) == 0  # the sample trace: no record passes the rules' gates, and it says so
@@ -220,8 +237,13 @@ def test_the_guide_names_the_showcase_alerts_in_time_order(planned: tuple[Path, 
     expected = guide.expected_alerts(truth)
     assert [e["kind"] for e in expected] and len(expected) == 5
     assert [e["at"] for e in expected] == sorted(e["at"] for e in expected)
-    assert {e["rule"] for e in expected} == {"MapperSkew", "ReducerSkew", "ShufflePullStall", "HeldMapOutput",
-                                             "UnbalancingReducer"}
+    assert {e["rule"] for e in expected} == {
+        "MapperSkew",
+        "ReducerSkew",
+        "ShufflePullStall",
+        "HeldMapOutput",
+        "UnbalancingReducer",
+    }
     lines = "\n".join(guide.look_for(truth, "http://127.0.0.1:8501/", start))
     for e in expected:
         assert re.search(rf"alert {e['rule']}[^)]*about \+{e['at'] - start:.0f} s\)", lines), e

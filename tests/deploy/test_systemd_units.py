@@ -17,8 +17,13 @@ UNITS = sorted((ROOT / "deploy").glob("*/*.service"))
 
 def test_there_are_units_for_every_part() -> None:
     names = {u.name for u in UNITS}
-    assert {"hcep-run@.service", "hcep-collect-hadoop.service", "hcep-collect-ganglia.service",
-            "hcep-dashboard.service", "hcep-alertmanager.service"} <= names
+    assert {
+        "hcep-run@.service",
+        "hcep-collect-hadoop.service",
+        "hcep-collect-ganglia.service",
+        "hcep-dashboard.service",
+        "hcep-alertmanager.service",
+    } <= names
 
 
 @pytest.mark.parametrize("unit", UNITS, ids=lambda p: p.name)
@@ -29,21 +34,30 @@ def test_systemd_analyze_verifies_the_unit(unit: Path) -> None:
         pytest.skip("systemd-analyze is missing")
     proc = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
     # Units the machine does not have (kafka.service, the hcep user) are the server's business, not errors here.
-    problems = [line for line in proc.stderr.splitlines() if line.strip() and not re.search(
-        r"(kafka|ganglia-monitor|hcep-alertmanager|hcep-run@0|network-online)\.(service|target)|Unknown user|"
-        r"hcep\.env|No such file", line)]
+    problems = [
+        line
+        for line in proc.stderr.splitlines()
+        if line.strip()
+        and not re.search(
+            r"(kafka|ganglia-monitor|hcep-alertmanager|hcep-run@0|network-online)\.(service|target)|Unknown user|"
+            r"hcep\.env|No such file",
+            line,
+        )
+    ]
     assert not problems, proc.stderr
 
 
-@pytest.mark.parametrize("unit", [u for u in UNITS if u.name.startswith("hcep-") and "alertmanager" not in u.name],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "unit", [u for u in UNITS if u.name.startswith("hcep-") and "alertmanager" not in u.name], ids=lambda p: p.name
+)
 def test_the_unit_uses_existing_hcep_options(unit: Path) -> None:
     """Every --option an hcep command line of the unit passes exists in that command's --help."""
     text = unit.read_text()
     command = re.search(r"hcep (run|collect hadoop|collect ganglia|dashboard)\b", text)
     assert command, unit
     words = command.group(1).split()
-    help_text = subprocess.run([sys.executable, "-m", "app.cli", *words, "--help"], cwd=ROOT,
-                               capture_output=True, text=True, timeout=60).stdout
+    help_text = subprocess.run(
+        [sys.executable, "-m", "app.cli", *words, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    ).stdout
     for option in set(re.findall(r" (--[a-z][a-z-]+)", text.split("ExecStart=", 1)[1].split("\n\n")[0])):
         assert option in help_text, (unit.name, option)

@@ -62,8 +62,9 @@ def offline_outputs(workdir: Path) -> dict[str, list[str]]:
         events = str(events_file(name, workdir))
         for pack, tag in ((HADOOP, "hadoop"), (TRENDS, "trends")):
             out[f"{name}.{tag}.match"] = [canonical(json.loads(x)) for x in cli(["match", events, "--pack", str(pack)])]
-        out[f"{name}.hadoop.alerts"] = [canonical(json.loads(x))
-                                        for x in cli(["match", events, "--pack", str(HADOOP), "--alerts"])]
+        out[f"{name}.hadoop.alerts"] = [
+            canonical(json.loads(x)) for x in cli(["match", events, "--pack", str(HADOOP), "--alerts"])
+        ]
     return out
 
 
@@ -71,12 +72,17 @@ def store_rows(store_file: Path) -> dict[str, list[str]]:
     """The store rows ``hcep run`` wrote that do not depend on the clock: records and alert transitions by id."""
     db = sqlite3.connect(f"file:{store_file}?mode=ro", uri=True)
     try:
-        matches = [canonical([rid, query, json.loads(record)]) for rid, query, record in
-                   db.execute("SELECT id, query, record FROM matches ORDER BY id")]
-        alerts = [canonical([aid, rule, hook, sev, json.loads(alert), fp, state, starts, ends]) for
-                  aid, rule, hook, sev, alert, fp, state, starts, ends in
-                  db.execute("SELECT id, query, webhook, severity, alert, fingerprint, state, starts_at, ends_at "
-                             "FROM alerts ORDER BY id")]
+        matches = [
+            canonical([rid, query, json.loads(record)])
+            for rid, query, record in db.execute("SELECT id, query, record FROM matches ORDER BY id")
+        ]
+        alerts = [
+            canonical([aid, rule, hook, sev, json.loads(alert), fp, state, starts, ends])
+            for aid, rule, hook, sev, alert, fp, state, starts, ends in db.execute(
+                "SELECT id, query, webhook, severity, alert, fingerprint, state, starts_at, ends_at "
+                "FROM alerts ORDER BY id"
+            )
+        ]
     finally:
         db.close()
     return {"simulated.hadoop.run.matches": matches, "simulated.hadoop.run.alerts": alerts}
@@ -111,13 +117,20 @@ def run_outputs(bootstrap: str, workdir: Path, prefix: str) -> dict[str, list[st
 
     events = [json.loads(line) for line in events_file("simulated", workdir).read_text().splitlines() if line]
     ensure_topics(bootstrap, {f"{prefix}.hadoop": 4, f"{prefix}.ganglia": 1})
-    publish([e for e in events if e["type"] not in GANGLIA_TYPES], bootstrap, "hadoop", topic=f"{prefix}.hadoop",
-            pack=50)
-    publish([e for e in events if e["type"] in GANGLIA_TYPES], bootstrap, "ganglia", topic=f"{prefix}.ganglia",
-            pack=50)
+    publish(
+        [e for e in events if e["type"] not in GANGLIA_TYPES], bootstrap, "hadoop", topic=f"{prefix}.hadoop", pack=50
+    )
+    publish([e for e in events if e["type"] in GANGLIA_TYPES], bootstrap, "ganglia", topic=f"{prefix}.ganglia", pack=50)
     data = workdir / f"{prefix}-data"
-    cmd = run_command(bootstrap, str(HADOOP), data, topics=f"{prefix}.hadoop", broadcast=f"{prefix}.ganglia",
-                      group=prefix, extra=["--exit-when-idle", "5"])
+    cmd = run_command(
+        bootstrap,
+        str(HADOOP),
+        data,
+        topics=f"{prefix}.hadoop",
+        broadcast=f"{prefix}.ganglia",
+        group=prefix,
+        extra=["--exit-when-idle", "5"],
+    )
     log = workdir / f"{prefix}-run.log"
     proc = start_service(cmd, log)
     try:

@@ -45,6 +45,10 @@ def test_golden_alerts_name_the_planted_anomalies(key: str) -> None:
     """The recorded alerts are worth protecting: the planted anomalies of the simulated cluster are among them."""
     import json
 
-    names = {json.loads(line)[4]["labels"]["alertname"] if key.endswith("run.alerts")
-             else json.loads(line)["labels"]["alertname"] for line in read_golden(key)}
+    names = {
+        json.loads(line)[4]["labels"]["alertname"]
+        if key.endswith("run.alerts")
+        else json.loads(line)["labels"]["alertname"]
+        for line in read_golden(key)
+    }
     assert {"MapperSkew", "UnbalancingReducer"} & names

@@ -230,10 +230,13 @@ def _alert() -> dict:
     return Alert({"alertname": "Q1", "severity": "info"}, {"summary": "s"}, 1.7e9).to_webhook()
 
 
-@pytest.mark.parametrize("reply", [
-    b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",  # IncompleteRead before
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffffffffff\r\nx",  # OverflowError before
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",  # IncompleteRead before
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffffffffff\r\nx",  # OverflowError before
+    ],
+)
 def test_a_2xx_answer_with_a_broken_body_is_delivered(reply: bytes) -> None:
     """The status line said 200: the body is never read, so a short or absurd one is no failure."""
     from app.alerts.webhook import Webhook, post

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -89,15 +90,53 @@ def receiver() -> Iterator[Receiver]:
 
 
 # ------------------------------------------------------------------------------------------------ the service
-def run_command(bootstrap: str, pack: str, data_dir: Path, *, topics: str, broadcast: str, group: str,
-                instance: str = "0", webhook: str | None = None, metrics_port: int = -1,
-                extra: list[str] | None = None, shedding: bool = False) -> list[str]:
+def run_command(
+    bootstrap: str,
+    pack: str,
+    data_dir: Path,
+    *,
+    topics: str,
+    broadcast: str,
+    group: str,
+    instance: str = "0",
+    webhook: str | None = None,
+    metrics_port: int = -1,
+    extra: list[str] | None = None,
+    shedding: bool = False,
+) -> list[str]:
     """The ``hcep run`` command line of a test; shedding is off unless asked for, because the exactly-once tests
     count every alert, and a backlog that outlives the pack's latency bound would (by design) cost some."""
-    cmd = [sys.executable, "-m", "app.commands.run", "--pack", pack, "--bootstrap", bootstrap,
-           "--data-dir", str(data_dir), "--topics", topics, "--broadcast", broadcast, "--group", group,
-           "--instance", instance, "--metrics-port", str(metrics_port), "--matches-topic", f"{group}.matches",
-           "--checkpoint-interval", "0.2", "--idle-timeout", "1", "--session-timeout", "3", "--log-level", "INFO"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "app.commands.run",
+        "--pack",
+        pack,
+        "--bootstrap",
+        bootstrap,
+        "--data-dir",
+        str(data_dir),
+        "--topics",
+        topics,
+        "--broadcast",
+        broadcast,
+        "--group",
+        group,
+        "--instance",
+        instance,
+        "--metrics-port",
+        str(metrics_port),
+        "--matches-topic",
+        f"{group}.matches",
+        "--checkpoint-interval",
+        "0.2",
+        "--idle-timeout",
+        "1",
+        "--session-timeout",
+        "3",
+        "--log-level",
+        "INFO",
+    ]
     if webhook:
         cmd += ["--webhook", f"ops={webhook}"]
     if not shedding:
@@ -150,3 +189,9 @@ def wait_until(pred: Any, timeout: float, what: str, interval: float = 0.1) -> N
             return
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+@pytest.fixture
+def prefix(request: pytest.FixtureRequest) -> str:
+    """Topic names of one test: unique per process, test and run, so tests sharing the broker never meet."""
+    return f"t{os.getpid()}-{request.node.name[:30].replace('_', '-')}-{random.randrange(10**6)}"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.pipeline.conftest import ROOT, Broker, run_command, start_service
-from tests.pipeline.test_pipeline import _ensure, prefix  # noqa: F401 - the prefix fixture
+from tests.pipeline.test_pipeline import _ensure
 
 PACK = str(ROOT / "queries" / "hadoop.yaml")
 GANGLIA = frozenset({"Metric", "LoadStd", "Balance", "Imbalance"})
@@ -28,8 +28,10 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict
     from collectors.ganglia.derive import round_events, rounds_from_samples
 
     events = [json.loads(line) for line in (work / "hadoop.jsonl").read_text().splitlines() if line.strip()]
-    rows = [(s["ts"], s["cluster"], s["host"], s["metric"], s["value"])
-            for s in map(json.loads, (work / "sim" / "ganglia" / "samples.jsonl").read_text().splitlines())]
+    rows = [
+        (s["ts"], s["cluster"], s["host"], s["metric"], s["value"])
+        for s in map(json.loads, (work / "sim" / "ganglia" / "samples.jsonl").read_text().splitlines())
+    ]
     for rnd in rounds_from_samples(rows):
         events.extend(round_events(rnd, threshold=1.0))
     events.sort(key=lambda e: e["ts"])
@@ -38,28 +40,54 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict
     return path, events
 
 
-def test_match_alerts_prints_what_run_sends(kafka_broker: Broker, prefix: str, tmp_path: Path,  # noqa: F811
-                                            simulated: tuple[Path, list[dict]]) -> None:
+def test_match_alerts_prints_what_run_sends(
+    kafka_broker: Broker,
+    prefix: str,
+    tmp_path: Path,
+    simulated: tuple[Path, list[dict]],
+) -> None:
     from app.publish import publish
     from app.store import Store, store_path
     from contracts.alerts import transition_id
 
     path, events = simulated
-    offline = subprocess.run([sys.executable, "-m", "app.cli", "match", str(path), "--pack", PACK, "--alerts"],
-                             cwd=ROOT, capture_output=True, text=True, timeout=600)
+    offline = subprocess.run(
+        [sys.executable, "-m", "app.cli", "match", str(path), "--pack", PACK, "--alerts"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert offline.returncode == 0, offline.stderr
     want = [json.loads(line) for line in offline.stdout.splitlines()]
     truth = json.loads((path.parent / "sim" / "ground_truth.json").read_text())["anomalies"]
     planted = sum(1 for entries in truth.values() for e in entries if e.get("planted"))
     assert planted >= 5 and len(want) >= planted  # the planted anomalies are alerted (bench_detection: each one)
     _ensure(kafka_broker.bootstrap, prefix)
-    publish([e for e in events if e["type"] not in GANGLIA], kafka_broker.bootstrap, "hadoop",
-            topic=f"{prefix}.hadoop", pack=50)
-    publish([e for e in events if e["type"] in GANGLIA], kafka_broker.bootstrap, "ganglia",
-            topic=f"{prefix}.ganglia", pack=50)
+    publish(
+        [e for e in events if e["type"] not in GANGLIA],
+        kafka_broker.bootstrap,
+        "hadoop",
+        topic=f"{prefix}.hadoop",
+        pack=50,
+    )
+    publish(
+        [e for e in events if e["type"] in GANGLIA],
+        kafka_broker.bootstrap,
+        "ganglia",
+        topic=f"{prefix}.ganglia",
+        pack=50,
+    )
     data = tmp_path / "data"
-    cmd = run_command(kafka_broker.bootstrap, PACK, data, topics=f"{prefix}.hadoop", broadcast=f"{prefix}.ganglia",
-                      group=prefix, extra=["--exit-when-idle", "5"])
+    cmd = run_command(
+        kafka_broker.bootstrap,
+        PACK,
+        data,
+        topics=f"{prefix}.hadoop",
+        broadcast=f"{prefix}.ganglia",
+        group=prefix,
+        extra=["--exit-when-idle", "5"],
+    )
     proc = start_service(cmd, tmp_path / "run.log")
     assert proc.wait(timeout=600) == 0, (tmp_path / "run.log").read_text()[-3000:]
     store = Store(store_path(str(data)))

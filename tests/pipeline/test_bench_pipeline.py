@@ -10,8 +10,11 @@ from tests.conftest import Broker
 
 
 def _rows(text: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
-            if line.startswith("| ") and not line.startswith("| events")]
+    return [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith("| events")
+    ]
 
 
 def test_bench_pipeline_rows_read_everything(kafka_broker: Broker, capsys: pytest.CaptureFixture[str]) -> None:

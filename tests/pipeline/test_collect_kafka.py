@@ -43,8 +43,9 @@ def _consume(bootstrap: str, topic: str) -> list[tuple[int, bytes | None, list[d
     """``(partition, key, events)`` per message, in each partition's order."""
     from app.kafka_io import read_all
 
-    return [(r.partition, r.key, [json.loads(line) for line in r.value.split(b"\n")])
-            for r in read_all(bootstrap, topic)]
+    return [
+        (r.partition, r.key, [json.loads(line) for line in r.value.split(b"\n")]) for r in read_all(bootstrap, topic)
+    ]
 
 
 def _events(path: Path) -> list[dict]:
@@ -66,8 +67,17 @@ def _by_partition(messages: list[tuple[int, bytes | None, list[dict]]]) -> dict[
 def test_collect_hadoop_batch_publishes_packed_keyed_by_job(kafka_broker: Broker, prefix: str, tmp_path: Path) -> None:
     copy = tmp_path / "events.jsonl"
     topic = f"{prefix}.hadoop"
-    argv = [str(sample("jhist").parent), "--kafka", kafka_broker.bootstrap, "--topic", topic, "--pack", "4",
-            "--out", str(copy)]
+    argv = [
+        str(sample("jhist").parent),
+        "--kafka",
+        kafka_broker.bootstrap,
+        "--topic",
+        topic,
+        "--pack",
+        "4",
+        "--out",
+        str(copy),
+    ]
     assert _run(collect_hadoop, argv) == 0
     written = _events(copy)
     messages = _consume(kafka_broker.bootstrap, topic)
@@ -83,16 +93,32 @@ def test_collect_hadoop_batch_publishes_packed_keyed_by_job(kafka_broker: Broker
         assert [e["ts"] for e in events] == sorted(e["ts"] for e in events)
 
 
-def test_collect_hadoop_follow_publishes_each_batch_and_resumes(kafka_broker: Broker, prefix: str,
-                                                                tmp_path: Path) -> None:
+def test_collect_hadoop_follow_publishes_each_batch_and_resumes(
+    kafka_broker: Broker, prefix: str, tmp_path: Path
+) -> None:
     """The demo's command line: ``hcep collect hadoop DIR --follow --kafka HOST:PORT --state FILE``, as a process."""
     logs = tmp_path / "logs"
     logs.mkdir()
     shutil.copy(sample("am_syslog"), logs / "am_syslog")
     state = tmp_path / "tail.json"
     topic = f"{prefix}.hadoop"
-    cmd = [sys.executable, "-m", "app.cli", "collect", "hadoop", str(logs), "--follow", "--kafka",
-           kafka_broker.bootstrap, "--state", str(state), "--topic", topic, "--poll", "0.2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "app.cli",
+        "collect",
+        "hadoop",
+        str(logs),
+        "--follow",
+        "--kafka",
+        kafka_broker.bootstrap,
+        "--state",
+        str(state),
+        "--topic",
+        topic,
+        "--poll",
+        "0.2",
+    ]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
 
     def published() -> list[dict]:
@@ -120,8 +146,20 @@ def test_collect_hadoop_follow_publishes_each_batch_and_resumes(kafka_broker: Br
     assert len(_canon(both)) == len(set(_canon(both)))  # no event twice
 
     # Restarted on the committed state: nothing new, nothing re-published.
-    argv = [str(logs), "--follow", "--kafka", kafka_broker.bootstrap, "--state", str(state), "--topic", topic,
-            "--poll", "0", "--max-polls", "2"]
+    argv = [
+        str(logs),
+        "--follow",
+        "--kafka",
+        kafka_broker.bootstrap,
+        "--state",
+        str(state),
+        "--topic",
+        topic,
+        "--poll",
+        "0",
+        "--max-polls",
+        "2",
+    ]
     assert _run(collect_hadoop, argv) == 0
     assert _canon(published()) == _canon(both)
 
@@ -150,8 +188,20 @@ def test_collect_ganglia_rrd_publishes_keyed_by_host(kafka_broker: Broker, prefi
     write_rrd(str(tmp_path / "rrds"), "hc", samples)
     copy = tmp_path / "events.jsonl"
     topic = f"{prefix}.ganglia"
-    argv = ["--rrd", str(tmp_path / "rrds"), "--since", "1h", "--kafka", kafka_broker.bootstrap, "--topic", topic,
-            "--out", str(copy), "--threshold", "1.5"]
+    argv = [
+        "--rrd",
+        str(tmp_path / "rrds"),
+        "--since",
+        "1h",
+        "--kafka",
+        kafka_broker.bootstrap,
+        "--topic",
+        topic,
+        "--out",
+        str(copy),
+        "--threshold",
+        "1.5",
+    ]
     assert _run(collect_ganglia, argv) == 0
     written = _events(copy)
     assert collections.Counter(e["type"] for e in written) == {"Metric": 40, "LoadStd": 20, "Imbalance": 20}
@@ -192,8 +242,20 @@ def test_collect_ganglia_gmond_poll_publishes(kafka_broker: Broker, prefix: str,
     copy = tmp_path / "events.jsonl"
     try:
         gmond = "{}:{}".format(*listener.getsockname())
-        argv = ["--gmond", gmond, "--interval", "0.1", "--rounds", "2", "--kafka", kafka_broker.bootstrap,
-                "--topic", topic, "--out", str(copy)]
+        argv = [
+            "--gmond",
+            gmond,
+            "--interval",
+            "0.1",
+            "--rounds",
+            "2",
+            "--kafka",
+            kafka_broker.bootstrap,
+            "--topic",
+            topic,
+            "--out",
+            str(copy),
+        ]
         assert _run(collect_ganglia, argv) == 0
     finally:
         stop.set()

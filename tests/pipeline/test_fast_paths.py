@@ -34,8 +34,15 @@ def test_direct_parser_equals_event_from_json(tick: float) -> None:
         {"type": "Y", "ts": 1.0, "lo": 0.5, "hi": 2.0, "a": 1},  # explicit interval: the general path
         {"type": "Z", "ts": 5.0, "id": 7},  # an integer id: the general path
     ]
-    objs += [{"type": "R", "ts": round(rng.uniform(-1e4, 2e9), rng.choice([0, 1, 2, 3])),
-              "delta": rng.choice([0, 0.5, 7.5, 0.05, 3]), "k": rng.random()} for _ in range(2000)]
+    objs += [
+        {
+            "type": "R",
+            "ts": round(rng.uniform(-1e4, 2e9), rng.choice([0, 1, 2, 3])),
+            "delta": rng.choice([0, 0.5, 7.5, 0.05, 3]),
+            "k": rng.random(),
+        }
+        for _ in range(2000)
+    ]
     for obj in objs:
         before = copy.deepcopy(obj)
         _same(parse(obj), event_from_json(obj, 0, tick))
@@ -45,8 +52,23 @@ def test_direct_parser_equals_event_from_json(tick: float) -> None:
             parse(bad)
 
 
-BAD_NUMBERS = [1e308, -1e308, float("nan"), float("inf"), -float("inf"), 10**400, -(10**400), 1e11, 1e11 + 1,
-               99999999999.95, 2**53, 0.05, -0.05, 0, 1]
+BAD_NUMBERS = [
+    1e308,
+    -1e308,
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    10**400,
+    -(10**400),
+    1e11,
+    1e11 + 1,
+    99999999999.95,
+    2**53,
+    0.05,
+    -0.05,
+    0,
+    1,
+]
 
 
 @pytest.mark.parametrize("tick", [0.1, 1e-9])

@@ -13,8 +13,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.pipeline.conftest import (
     Broker,
     Receiver,
@@ -42,15 +40,16 @@ def _merged(hadoop: list[dict], ganglia: list[dict]) -> list[tuple[str, dict]]:
     return both
 
 
-def publish_in_chunks(bootstrap: str, prefix: str, hadoop: list[dict], ganglia: list[dict], chunks: int,
-                      pause: float) -> None:
+def publish_in_chunks(
+    bootstrap: str, prefix: str, hadoop: list[dict], ganglia: list[dict], chunks: int, pause: float
+) -> None:
     """Publish the two sources in time order, in ``chunks`` steps ``pause`` seconds apart (a live stream)."""
     from app.publish import publish
 
     merged = _merged(hadoop, ganglia)
     size = -(-len(merged) // chunks)
     for i in range(0, len(merged), size):
-        part = merged[i:i + size]
+        part = merged[i : i + size]
         for source in ("hadoop", "ganglia"):
             events = [e for s, e in part if s == source]
             if events:
@@ -71,11 +70,6 @@ def redelivery_posts(receiver: Receiver) -> int:
                 again += 1
             seen.update(ids)
     return again
-
-
-@pytest.fixture
-def prefix(request: pytest.FixtureRequest) -> str:
-    return f"t{os.getpid()}-{request.node.name[:30].replace('_', '-')}-{random.randrange(10**6)}"
 
 
 def _ensure(bootstrap: str, prefix: str, partitions: int = 4) -> None:
@@ -115,14 +109,18 @@ def test_publish_uses_source_topics_and_job_or_host_keys(kafka_broker: Broker, p
     assert all(len(parts) == 1 for parts in by_job.values())  # a job's events stay in one partition
     # Packed messages (JSON lines) keep each partition's order too.
     n = publish(ganglia, kafka_broker.bootstrap, "ganglia", topic=f"{prefix}.ganglia", pack=16)
-    lines = [json.loads(line) for rec in read_all(kafka_broker.bootstrap, f"{prefix}.ganglia")
-             for line in rec.value.split(b"\n")]
+    lines = [
+        json.loads(line)
+        for rec in read_all(kafka_broker.bootstrap, f"{prefix}.ganglia")
+        for line in rec.value.split(b"\n")
+    ]
     assert n == len(lines) == len(ganglia) and [e["id"] for e in lines] == [e["id"] for e in ganglia]
 
 
 # ------------------------------------------------------------------------------------------------ the service
-def test_end_to_end_alerts_store_topic_metrics(kafka_broker: Broker, receiver: Receiver, prefix: str,
-                                               tmp_path: Path) -> None:
+def test_end_to_end_alerts_store_topic_metrics(
+    kafka_broker: Broker, receiver: Receiver, prefix: str, tmp_path: Path
+) -> None:
     from app import kafka_io
     from app.alerts import SIGNATURE_HEADER, verify
     from app.store import Store, store_path
@@ -137,16 +135,27 @@ def test_end_to_end_alerts_store_topic_metrics(kafka_broker: Broker, receiver: R
     # An unreadable message, an event far behind its partition, and one too uncertain: dead letters.
     producer = kafka_io.Producer(bootstrap)
     producer.send(f"{prefix}.ganglia", b"{not json", partition=0)
-    producer.send(f"{prefix}.ganglia", json.dumps({"type": "LoadStd", "ts": BASE + 1, "val": 1.0}).encode(),
-                  partition=0)
-    producer.send(f"{prefix}.ganglia", json.dumps({"type": "LoadStd", "ts": BASE + 9e3, "delta": 60.0}).encode(),
-                  partition=0)
+    producer.send(
+        f"{prefix}.ganglia", json.dumps({"type": "LoadStd", "ts": BASE + 1, "val": 1.0}).encode(), partition=0
+    )
+    producer.send(
+        f"{prefix}.ganglia", json.dumps({"type": "LoadStd", "ts": BASE + 9e3, "delta": 60.0}).encode(), partition=0
+    )
     producer.flush()
     producer.close()
     port = free_port()
     data = tmp_path / "data"
-    cmd = run_command(bootstrap, PACK, data, topics=f"{prefix}.hadoop", broadcast=f"{prefix}.ganglia",
-                      group=prefix, webhook=receiver.url, metrics_port=port, extra=["--exit-when-idle", "3"])
+    cmd = run_command(
+        bootstrap,
+        PACK,
+        data,
+        topics=f"{prefix}.hadoop",
+        broadcast=f"{prefix}.ganglia",
+        group=prefix,
+        webhook=receiver.url,
+        metrics_port=port,
+        extra=["--exit-when-idle", "3"],
+    )
     proc = start_service(cmd, tmp_path / "run.log", env={"HCEP_WEBHOOK_SECRET": "s3cret"})
     try:
         wait_until(lambda: set(receiver.alert_ids()) >= set(expected), 60, "all expected alerts")
@@ -168,8 +177,11 @@ def test_end_to_end_alerts_store_topic_metrics(kafka_broker: Broker, receiver: R
     assert metrics['hcep_deadletter_total{reason="too_wide"}'] == 1
     assert metrics["hcep_assigned_partitions"] == 5
     assert any(k.startswith("hcep_runs_alive{") for k in metrics)
-    assert {f'hcep_consumer_lag_messages{{topic="{prefix}.hadoop"}}', "hcep_watermark_delay_seconds",
-            "hcep_events_per_second"} <= set(metrics)
+    assert {
+        f'hcep_consumer_lag_messages{{topic="{prefix}.hadoop"}}',
+        "hcep_watermark_delay_seconds",
+        "hcep_events_per_second",
+    } <= set(metrics)
     assert any(k.startswith('hcep_alerts_total{rule="Rising"') for k in metrics)
     store = Store(store_path(str(data)))
     counts = store.counts()
@@ -181,23 +193,35 @@ def test_end_to_end_alerts_store_topic_metrics(kafka_broker: Broker, receiver: R
     assert [e["ts"] for e in stored] == sorted(e["ts"] for e in stored)
     assert len((data / "deadletter.jsonl").read_text().splitlines()) == 3
     # The match records went to the matches topic too, keyed by their id.
-    wait_until(lambda: len(kafka_io.read_all(bootstrap, f"{prefix}.matches")) >= len(records), 20,
-               "match records on the matches topic")
+    wait_until(
+        lambda: len(kafka_io.read_all(bootstrap, f"{prefix}.matches")) >= len(records),
+        20,
+        "match records on the matches topic",
+    )
     topic_ids = {r.key.decode() for r in kafka_io.read_all(bootstrap, f"{prefix}.matches")}
     assert topic_ids == records
 
 
-def test_kill9_repeatedly_loses_and_duplicates_nothing(kafka_broker: Broker, receiver: Receiver, prefix: str,
-                                                       tmp_path: Path) -> None:
+def test_kill9_repeatedly_loses_and_duplicates_nothing(
+    kafka_broker: Broker, receiver: Receiver, prefix: str, tmp_path: Path
+) -> None:
     bootstrap = kafka_broker.bootstrap
     hadoop, ganglia = hadoop_and_ganglia(jobs=8, seed=11)
     expected = expected_alerts(PACK, hadoop + ganglia)
     _ensure(bootstrap, prefix)
-    cmd = run_command(bootstrap, PACK, tmp_path / "data", topics=f"{prefix}.hadoop", broadcast=f"{prefix}.ganglia",
-                      group=prefix, webhook=receiver.url)
+    cmd = run_command(
+        bootstrap,
+        PACK,
+        tmp_path / "data",
+        topics=f"{prefix}.hadoop",
+        broadcast=f"{prefix}.ganglia",
+        group=prefix,
+        webhook=receiver.url,
+    )
     log = tmp_path / "run.log"
-    publisher = threading.Thread(target=publish_in_chunks,
-                                 args=(bootstrap, prefix, hadoop, ganglia, 20, 0.5), daemon=True)
+    publisher = threading.Thread(
+        target=publish_in_chunks, args=(bootstrap, prefix, hadoop, ganglia, 20, 0.5), daemon=True
+    )
     publisher.start()
     rng = random.Random(5)
     kills = 0
@@ -217,8 +241,11 @@ def test_kill9_repeatedly_loses_and_duplicates_nothing(kafka_broker: Broker, rec
             kills += 1
             proc = start_service(cmd, log)
         publisher.join(timeout=60)
-        wait_until(lambda: set(receiver.alert_ids()) >= set(expected), 90,
-                   f"all {len(expected)} expected alerts after {kills} kills (log: {log})")
+        wait_until(
+            lambda: set(receiver.alert_ids()) >= set(expected),
+            90,
+            f"all {len(expected)} expected alerts after {kills} kills (log: {log})",
+        )
         time.sleep(1.0)  # anything sent twice would arrive now
     finally:
         stop_services([proc], timeout=20)
@@ -230,8 +257,9 @@ def test_kill9_repeatedly_loses_and_duplicates_nothing(kafka_broker: Broker, rec
     assert log.read_text().count("replay done") >= 2, "restarts should rebuild the engine from checkpoints"
 
 
-def test_broker_restart_and_receiver_outage(kafka_broker: Broker, receiver: Receiver, prefix: str,
-                                            tmp_path: Path) -> None:
+def test_broker_restart_and_receiver_outage(
+    kafka_broker: Broker, receiver: Receiver, prefix: str, tmp_path: Path
+) -> None:
     from app.store import Store, store_path
 
     bootstrap = kafka_broker.bootstrap
@@ -243,16 +271,27 @@ def test_broker_restart_and_receiver_outage(kafka_broker: Broker, receiver: Rece
     second = ([e for s, e in merged[half:] if s == "hadoop"], [e for s, e in merged[half:] if s == "ganglia"])
     _ensure(bootstrap, prefix)
     data = tmp_path / "data"
-    cmd = run_command(bootstrap, PACK, data, topics=f"{prefix}.hadoop", broadcast=f"{prefix}.ganglia",
-                      group=prefix, webhook=receiver.url, extra=["--alert-max-backoff", "2", "--idle-timeout", "5"])
+    cmd = run_command(
+        bootstrap,
+        PACK,
+        data,
+        topics=f"{prefix}.hadoop",
+        broadcast=f"{prefix}.ganglia",
+        group=prefix,
+        webhook=receiver.url,
+        extra=["--alert-max-backoff", "2", "--idle-timeout", "5"],
+    )
     log = tmp_path / "run.log"
     receiver.fail = True  # the receiver is down at first: alerts wait in the outbox
     proc = start_service(cmd, log, env={"HCEP_KAFKA_LOG_LEVEL": "WARNING"})
     try:
         publish_in_chunks(bootstrap, prefix, *first, chunks=1, pause=0)
         store_file = store_path(str(data))
-        wait_until(lambda: os.path.exists(store_file) and Store(store_file).counts()["alerts"] > 0, 60,
-                   "alerts committed while the receiver is down")
+        wait_until(
+            lambda: os.path.exists(store_file) and Store(store_file).counts()["alerts"] > 0,
+            60,
+            "alerts committed while the receiver is down",
+        )
         kafka_broker.stop()
         time.sleep(1.0)
         kafka_broker.start()
@@ -273,8 +312,7 @@ def test_broker_restart_and_receiver_outage(kafka_broker: Broker, receiver: Rece
     assert retried, "the outage should have made some deliveries retry"
 
 
-def test_two_processes_share_the_group(kafka_broker: Broker, receiver: Receiver, prefix: str,
-                                       tmp_path: Path) -> None:
+def test_two_processes_share_the_group(kafka_broker: Broker, receiver: Receiver, prefix: str, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap
     hadoop, ganglia = hadoop_and_ganglia(jobs=8, seed=21)
     expected = expected_keys(PACK, hadoop + ganglia)
@@ -284,12 +322,24 @@ def test_two_processes_share_the_group(kafka_broker: Broker, receiver: Receiver,
     procs = []
     try:
         for name, port in zip("ab", ports, strict=True):
-            cmd = run_command(bootstrap, PACK, data, topics=f"{prefix}.hadoop", broadcast=f"{prefix}.ganglia",
-                              group=prefix, instance=name, webhook=receiver.url, metrics_port=port)
+            cmd = run_command(
+                bootstrap,
+                PACK,
+                data,
+                topics=f"{prefix}.hadoop",
+                broadcast=f"{prefix}.ganglia",
+                group=prefix,
+                instance=name,
+                webhook=receiver.url,
+                metrics_port=port,
+            )
             procs.append(start_service(cmd, tmp_path / f"run-{name}.log"))
 
-        wait_until(lambda: holds(ports[0], 3.0) and holds(ports[1], 3.0), 60,
-                   "both processes to hold 2 Hadoop partitions + the Ganglia one")
+        wait_until(
+            lambda: holds(ports[0], 3.0) and holds(ports[1], 3.0),
+            60,
+            "both processes to hold 2 Hadoop partitions + the Ganglia one",
+        )
         publish_in_chunks(bootstrap, prefix, hadoop, ganglia, chunks=1, pause=0)
         wait_until(lambda: len(receiver.alert_keys()) >= len(expected), 90, "all expected alerts")
         time.sleep(1.0)
@@ -305,8 +355,9 @@ def test_two_processes_share_the_group(kafka_broker: Broker, receiver: Receiver,
     assert sum(m["hcep_events_total"] for m in seen) == 2 * ganglia_n + len(hadoop)
 
 
-def test_a_process_dies_and_the_other_takes_its_partitions(kafka_broker: Broker, receiver: Receiver, prefix: str,
-                                                            tmp_path: Path) -> None:
+def test_a_process_dies_and_the_other_takes_its_partitions(
+    kafka_broker: Broker, receiver: Receiver, prefix: str, tmp_path: Path
+) -> None:
     """kill -9 one of two processes mid-stream: after its session times out the survivor gets its partitions,
     rebuilds them from the shared store's checkpoints and delivers the dead one's undelivered alerts."""
     bootstrap = kafka_broker.bootstrap
@@ -320,20 +371,41 @@ def test_a_process_dies_and_the_other_takes_its_partitions(kafka_broker: Broker,
     procs: dict[str, subprocess.Popen] = {}
     try:
         for name, port in zip("ab", ports, strict=True):
-            cmd = run_command(bootstrap, PACK, data, topics=f"{prefix}.hadoop", broadcast=f"{prefix}.ganglia",
-                              group=prefix, instance=name, webhook=receiver.url, metrics_port=port,
-                              extra=["--alert-orphan-after", "3"])
+            cmd = run_command(
+                bootstrap,
+                PACK,
+                data,
+                topics=f"{prefix}.hadoop",
+                broadcast=f"{prefix}.ganglia",
+                group=prefix,
+                instance=name,
+                webhook=receiver.url,
+                metrics_port=port,
+                extra=["--alert-orphan-after", "3"],
+            )
             procs[name] = start_service(cmd, tmp_path / f"run-{name}.log")
 
         wait_until(lambda: holds(ports[0], 3.0) and holds(ports[1], 3.0), 60, "the group to split")
         first = [e for _s, e in merged[:half]]
-        publish_in_chunks(bootstrap, prefix, [e for s, e in merged[:half] if s == "hadoop"],
-                          [e for s, e in merged[:half] if s == "ganglia"], chunks=2, pause=0.3)
+        publish_in_chunks(
+            bootstrap,
+            prefix,
+            [e for s, e in merged[:half] if s == "hadoop"],
+            [e for s, e in merged[:half] if s == "ganglia"],
+            chunks=2,
+            pause=0.3,
+        )
         wait_until(lambda: len(receiver.alert_keys()) > 0, 60, "first alerts")
         procs["b"].send_signal(signal.SIGKILL)
         procs["b"].wait(timeout=10)
-        publish_in_chunks(bootstrap, prefix, [e for s, e in merged[half:] if s == "hadoop"],
-                          [e for s, e in merged[half:] if s == "ganglia"], chunks=2, pause=0.3)
+        publish_in_chunks(
+            bootstrap,
+            prefix,
+            [e for s, e in merged[half:] if s == "hadoop"],
+            [e for s, e in merged[half:] if s == "ganglia"],
+            chunks=2,
+            pause=0.3,
+        )
         wait_until(lambda: holds(ports[0], 5.0), 60, "the survivor to take all partitions")
         try:
             wait_until(lambda: set(receiver.alert_keys()) >= set(expected), 90, "all expected alerts")
@@ -341,11 +413,16 @@ def test_a_process_dies_and_the_other_takes_its_partitions(kafka_broker: Broker,
             from tests.pipeline.workload import expected_transitions
 
             missing = set(expected) - set(receiver.alert_keys())
-            named = sorted({(a.labels["alertname"], a.labels.get("task_id", a.labels.get("job_id")), a.status)
-                            for a in expected_transitions(PACK, hadoop + ganglia)
-                            if (a.fingerprint, a.status) in missing})
-            raise AssertionError(f"missing {len(missing)} of {len(set(expected))}: {named}; logs in {tmp_path}") \
-                from None
+            named = sorted(
+                {
+                    (a.labels["alertname"], a.labels.get("task_id", a.labels.get("job_id")), a.status)
+                    for a in expected_transitions(PACK, hadoop + ganglia)
+                    if (a.fingerprint, a.status) in missing
+                }
+            )
+            raise AssertionError(
+                f"missing {len(missing)} of {len(set(expected))}: {named}; logs in {tmp_path}"
+            ) from None
         time.sleep(1.0)
         assert first
     finally:

@@ -20,8 +20,12 @@ N_EVENTS = 12_000
 def _pack(path: Path, shedding: dict) -> Path:
     import yaml
 
-    pack = {"pack": "shed", "tick": 0.01, "settings": {"shedding": shedding},
-            "queries": [{"name": "S", "strategy": "skip_till_next_match", "output": "all", "query": QUERY}]}
+    pack = {
+        "pack": "shed",
+        "tick": 0.01,
+        "settings": {"shedding": shedding},
+        "queries": [{"name": "S", "strategy": "skip_till_next_match", "output": "all", "query": QUERY}],
+    }
     path.write_text(yaml.safe_dump(pack))
     return path
 
@@ -34,8 +38,16 @@ def _events(n: int, seed: int = 3) -> list[dict]:
         r = rng.random()
         etype = "A" if r < 0.3 else "B" if r < 0.93 else "C"
         v = rng.uniform(1, 10) if etype != "C" else rng.uniform(5, 40)
-        out.append({"type": etype, "ts": round(BASE + i * 0.01, 2), "delta": 0.0, "id": f"e{i}",
-                    "k": f"k{rng.randrange(8)}", "v": round(v, 3)})
+        out.append(
+            {
+                "type": etype,
+                "ts": round(BASE + i * 0.01, 2),
+                "delta": 0.0,
+                "id": f"e{i}",
+                "k": f"k{rng.randrange(8)}",
+                "v": round(v, 3),
+            }
+        )
     return out
 
 
@@ -65,13 +77,22 @@ def test_service_sheds_under_backlog_without_false_positives(kafka_broker: Broke
 
     port = free_port()
     data = tmp_path / "data"
-    cmd = run_command(kafka_broker.bootstrap, str(pack), data, topics=f"{prefix}.events",
-                      broadcast=f"{prefix}.bcast", group=prefix, metrics_port=port,
-                      extra=["--max-delta", "0", "--allowed-lateness", "0"], shedding=True)
+    cmd = run_command(
+        kafka_broker.bootstrap,
+        str(pack),
+        data,
+        topics=f"{prefix}.events",
+        broadcast=f"{prefix}.bcast",
+        group=prefix,
+        metrics_port=port,
+        extra=["--max-delta", "0", "--allowed-lateness", "0"],
+        shedding=True,
+    )
     proc = start_service(cmd, tmp_path / "run.log")
     try:
-        wait_until(lambda: _scrape(port).get("hcep_engine_events_total", 0) >= N_EVENTS, 120,
-                   "every event fed to the engine")
+        wait_until(
+            lambda: _scrape(port).get("hcep_engine_events_total", 0) >= N_EVENTS, 120, "every event fed to the engine"
+        )
         wait_until(lambda: _scrape(port).get('hcep_shed_runs_total{query="S"}', 0) > 0, 30, "a shed counter")
         metrics = _scrape(port)
         proc.send_signal(signal.SIGTERM)

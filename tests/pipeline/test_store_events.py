@@ -51,8 +51,12 @@ def test_service_keeps_load_events_and_downsamples_metrics(tmp_path: Path) -> No
     from app.service import STORE_EVENTS_PER_CHECKPOINT, Service
 
     svc = Service.__new__(Service)  # only the event-keeping part, without Kafka
-    svc.cfg = SimpleNamespace(store_event_types=("LoadStd", "Balance", "Imbalance"), store_metric="load_one",
-                              store_metric_every=60.0, instance="0")
+    svc.cfg = SimpleNamespace(
+        store_event_types=("LoadStd", "Balance", "Imbalance"),
+        store_metric="load_one",
+        store_metric_every=60.0,
+        instance="0",
+    )
     svc.pending_events = []
     svc._metric_last = {}
     svc.metrics = Registry()

@@ -130,14 +130,22 @@ def test_horizon_covers_windows_uncertainty_and_held_records() -> None:
 def test_alertmanager_v4_payload_and_signature() -> None:
     from contracts.alerts import Alert, transition_id
 
-    a = Alert({"alertname": "Rising", "severity": "warning", "task_id": "t_1"}, {"summary": "reducer t_1"},
-              1_700_000_000.0)
+    a = Alert(
+        {"alertname": "Rising", "severity": "warning", "task_id": "t_1"}, {"summary": "reducer t_1"}, 1_700_000_000.0
+    )
     done = a.resolved(1_700_000_100.0)
     body = payload([a.to_webhook()], "ops")
     assert body["version"] == "4" and body["status"] == "firing" and body["receiver"] == "ops"
     assert payload([done.to_webhook()], "ops")["status"] == "resolved"
-    assert set(body) >= {"groupKey", "truncatedAlerts", "groupLabels", "commonLabels", "commonAnnotations",
-                         "externalURL", "alerts"}
+    assert set(body) >= {
+        "groupKey",
+        "truncatedAlerts",
+        "groupLabels",
+        "commonLabels",
+        "commonAnnotations",
+        "externalURL",
+        "alerts",
+    }
     alert = body["alerts"][0]
     assert alert["labels"]["alertname"] == "Rising" and alert["labels"]["task_id"] == "t_1"
     assert alert["status"] == "firing" and alert["endsAt"] == "0001-01-01T00:00:00Z"
@@ -167,16 +175,33 @@ def test_metrics_endpoint_serves_prometheus_text() -> None:
 
 def test_store_checkpoint_is_atomic_and_ignores_known_ids(tmp_path) -> None:
     store = Store(str(tmp_path / "s.sqlite"))
-    alert = ("id1", "Q", "ops", "warning", '{"status": "firing"}', "pending", 0.0, 0.0, "0", "fp1", "firing", 5.0,
-             None)
-    batch = Batch([("id1", "Q", "p", 1.0, 0.0, 1.0, "{}", 0.0, "0")], [alert], [],
-                  [OffsetRow("g", "t", 0, 10, 4, 2.0, "0", 1)], CheckpointRow("i", 1, [1, 0, 0, 3, 0], 5.0, [["t", 0]]),
-                  alert_state=("i", '{"now": 5.0, "groups": []}', "0"))
+    alert = ("id1", "Q", "ops", "warning", '{"status": "firing"}', "pending", 0.0, 0.0, "0", "fp1", "firing", 5.0, None)
+    batch = Batch(
+        [("id1", "Q", "p", 1.0, 0.0, 1.0, "{}", 0.0, "0")],
+        [alert],
+        [],
+        [OffsetRow("g", "t", 0, 10, 4, 2.0, "0", 1)],
+        CheckpointRow("i", 1, [1, 0, 0, 3, 0], 5.0, [["t", 0]]),
+        alert_state=("i", '{"now": 5.0, "groups": []}', "0"),
+    )
     assert store.commit(batch) == 1
     assert store.alert_state("i") == {"now": 5.0, "groups": []}
     assert store.open_alerts() == [{"status": "firing"}]
-    resolved = ("id2", "Q", "ops", "warning", '{"status": "resolved"}', "pending", 0.0, 9.0, "0", "fp1", "resolved",
-                5.0, 7.0)
+    resolved = (
+        "id2",
+        "Q",
+        "ops",
+        "warning",
+        '{"status": "resolved"}',
+        "pending",
+        0.0,
+        9.0,
+        "0",
+        "fp1",
+        "resolved",
+        5.0,
+        7.0,
+    )
     assert store.commit(Batch([], [resolved], [], [], None)) == 1
     assert store.open_alerts() == []  # the latest transition of fp1 resolved it
     assert store.commit(Batch([], [alert], [], [], None)) == 0
@@ -200,7 +225,8 @@ def test_store_migrates_a_version_1_store(tmp_path) -> None:
         " alert TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_at REAL NOT NULL,"
         " created_at REAL NOT NULL, delivered_at REAL, last_error TEXT, owner TEXT NOT NULL);"
         "INSERT INTO alerts (id, query, webhook, alert, status, next_at, created_at, owner)"
-        " VALUES ('old', 'Q6', 'ops', '{}', 'delivered', 0, 0, '0');")
+        " VALUES ('old', 'Q6', 'ops', '{}', 'delivered', 0, 0, '0');"
+    )
     db.commit()
     db.close()
     store = Store(str(path))
@@ -231,8 +257,23 @@ def test_run_settings_precedence(tmp_path, monkeypatch) -> None:
     parser = argparse.ArgumentParser()
     configure(parser)
     monkeypatch.delenv("HCEP_BOOTSTRAP", raising=False)
-    cfg = build_config(parser.parse_args(["--pack", "x", "--config", str(config), "--max-delta", "5",
-                                          "--webhook", "pager=http://127.0.0.1:3/cli", "--broadcast", ""]), pack)
+    cfg = build_config(
+        parser.parse_args(
+            [
+                "--pack",
+                "x",
+                "--config",
+                str(config),
+                "--max-delta",
+                "5",
+                "--webhook",
+                "pager=http://127.0.0.1:3/cli",
+                "--broadcast",
+                "",
+            ]
+        ),
+        pack,
+    )
     assert cfg.bootstrap == "kafka-1:9092,kafka-2:9092" and cfg.max_delta == 5.0 and cfg.allowed_lateness == 4.0
     assert cfg.webhooks["ops"].url == "http://127.0.0.1:2/cfg" and cfg.webhooks["pager"].url.endswith(":3/cli")
     assert cfg.broadcast_topics == [] and cfg.shared_topics == ["hcep.events.hadoop"]

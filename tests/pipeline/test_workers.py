@@ -12,7 +12,7 @@ from pathlib import Path
 from app.processes import descendants
 from app.workers import run_workers, worker_argv
 from tests.pipeline.conftest import Broker, Receiver, holds, run_command, start_service, wait_until
-from tests.pipeline.test_pipeline import _ensure, prefix, publish_in_chunks  # noqa: F401 (fixture)
+from tests.pipeline.test_pipeline import _ensure, publish_in_chunks
 from tests.pipeline.workload import PACK, expected_keys, hadoop_and_ganglia
 
 
@@ -43,21 +43,34 @@ def _workers(parent: subprocess.Popen) -> list[int]:
     return [pid for pid in descendants(parent.pid) if _is_worker(pid)]
 
 
-def test_workers_share_the_group_and_a_crashed_one_is_restarted(kafka_broker: Broker, receiver: Receiver,
-                                                                prefix: str, tmp_path: Path) -> None:  # noqa: F811
+def test_workers_share_the_group_and_a_crashed_one_is_restarted(
+    kafka_broker: Broker, receiver: Receiver, prefix: str, tmp_path: Path
+) -> None:
     bootstrap = kafka_broker.bootstrap
     hadoop, ganglia = hadoop_and_ganglia(jobs=8, seed=45)
     expected = expected_keys(PACK, hadoop + ganglia)
     _ensure(bootstrap, prefix)
     port = _two_free_ports()
-    cmd = run_command(bootstrap, PACK, tmp_path / "data", topics=f"{prefix}.hadoop", broadcast=f"{prefix}.ganglia",
-                      group=prefix, instance="w", webhook=receiver.url, metrics_port=port,
-                      extra=["--workers", "2", "--alert-orphan-after", "3"])
+    cmd = run_command(
+        bootstrap,
+        PACK,
+        tmp_path / "data",
+        topics=f"{prefix}.hadoop",
+        broadcast=f"{prefix}.ganglia",
+        group=prefix,
+        instance="w",
+        webhook=receiver.url,
+        metrics_port=port,
+        extra=["--workers", "2", "--alert-orphan-after", "3"],
+    )
     log = tmp_path / "run.log"
     parent = start_service(cmd, log)
     try:
-        wait_until(lambda: holds(port, 3.0) and holds(port + 1, 3.0), 60,
-                   "both workers to hold 2 Hadoop partitions + the Ganglia one")
+        wait_until(
+            lambda: holds(port, 3.0) and holds(port + 1, 3.0),
+            60,
+            "both workers to hold 2 Hadoop partitions + the Ganglia one",
+        )
         workers = _workers(parent)
         assert len(workers) == 2, workers
         os.kill(workers[0], signal.SIGKILL)
@@ -85,7 +98,7 @@ def test_a_worker_failing_at_start_stops_the_command_with_its_status(tmp_path: P
 
 def test_worker_names_and_metrics_ports() -> None:
     def tail(argv: list[str]) -> list[str]:
-        return argv[argv.index("--instance"):]
+        return argv[argv.index("--instance") :]
 
     assert tail(worker_argv(["--pack", "p.yaml"], "w", 1, 9464)) == ["--instance", "w-1", "--metrics-port", "9465"]
     assert tail(worker_argv([], "w", 1, 0))[-1] == "0"  # any free port, for each

@@ -15,8 +15,9 @@ BASE = 1_700_000_000.0
 SLOT = 0.3  # seconds between consecutive Hadoop events (distinct ticks)
 
 
-def hadoop_and_ganglia(jobs: int = 6, reducers: int = 3, pulls: int = 5, seed: int = 7,
-                       tail: float = 1300.0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def hadoop_and_ganglia(
+    jobs: int = 6, reducers: int = 3, pulls: int = 5, seed: int = 7, tail: float = 1300.0
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(hadoop events, ganglia events)``, each in time order."""
     rng = random.Random(seed)
     hadoop: list[dict[str, Any]] = []
@@ -33,20 +34,39 @@ def hadoop_and_ganglia(jobs: int = 6, reducers: int = 3, pulls: int = 5, seed: i
         job = f"job_{1700000000000 + j}_{j:04d}"
         emit("JobStart", job_id=job, user="u", queue="default", maps=4, reduces=reducers)
         for m in range(4):
-            emit("Mapper", job_id=job, task_id=f"{job}_m_{m}", host=f"w{m}", period=round(rng.uniform(5, 9), 1),
-                 status="SUCCEEDED")
+            emit(
+                "Mapper",
+                job_id=job,
+                task_id=f"{job}_m_{m}",
+                host=f"w{m}",
+                period=round(rng.uniform(5, 9), 1),
+                status="SUCCEEDED",
+            )
             emit("DataIO", job_id=job, task_id=f"{job}_m_{m}", size=1000 * (m + 1))
         for r in range(reducers):
             task = f"{job}_r_{r}"
             emit("ReducerStart", job_id=job, task_id=task, host=f"w{r}")
             for p in range(pulls):
                 slow = (r + j) % 2 == 0 and p == pulls - 1
-                emit("DataPull", job_id=job, task_id=task, map_task=f"{job}_m_{p % 4}", host=f"w{r}",
-                     period=round(rng.uniform(8, 12) if slow else rng.uniform(1, 2), 1), bytes=1000)
+                emit(
+                    "DataPull",
+                    job_id=job,
+                    task_id=task,
+                    map_task=f"{job}_m_{p % 4}",
+                    host=f"w{r}",
+                    period=round(rng.uniform(8, 12) if slow else rng.uniform(1, 2), 1),
+                    bytes=1000,
+                )
             t += 20.0  # reducers last long enough to span Ganglia rounds
             emit("ReducerEnd", job_id=job, task_id=task, host=f"w{r}")
-            emit("Reducer", job_id=job, task_id=task, host=f"w{r}", period=round(rng.uniform(20, 40), 1),
-                 status="SUCCEEDED")
+            emit(
+                "Reducer",
+                job_id=job,
+                task_id=task,
+                host=f"w{r}",
+                period=round(rng.uniform(20, 40), 1),
+                status="SUCCEEDED",
+            )
             emit("DataIO", job_id=job, task_id=task, size=-1000)
         emit("JobEnd", job_id=job, status="SUCCEEDED")
 
@@ -58,10 +78,29 @@ def hadoop_and_ganglia(jobs: int = 6, reducers: int = 3, pulls: int = 5, seed: i
         val = round(0.5 + 1.5 * abs(((k % 12) - 6) / 6) + rng.uniform(0, 0.2), 3)
         kind = "Imbalance" if val > 1.0 else "Balance"
         stamp = round(g, 2)
-        ganglia.append({"type": "LoadStd", "ts": stamp, "id": f"g{k}s", "delta": 7.5, "val": val, "mean": 1.0,
-                        "hosts": 4, "cluster": "c"})
-        ganglia.append({"type": kind, "ts": round(stamp + 0.1, 2), "id": f"g{k}b", "delta": 7.5, "val": val,
-                        "threshold": 1.0, "cluster": "c"})
+        ganglia.append(
+            {
+                "type": "LoadStd",
+                "ts": stamp,
+                "id": f"g{k}s",
+                "delta": 7.5,
+                "val": val,
+                "mean": 1.0,
+                "hosts": 4,
+                "cluster": "c",
+            }
+        )
+        ganglia.append(
+            {
+                "type": kind,
+                "ts": round(stamp + 0.1, 2),
+                "id": f"g{k}b",
+                "delta": 7.5,
+                "val": val,
+                "threshold": 1.0,
+                "cluster": "c",
+            }
+        )
         g += 15.0
         k += 1
     return hadoop, ganglia

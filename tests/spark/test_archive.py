@@ -18,8 +18,18 @@ def test_round_trip_is_exact(tmp_path: Path) -> None:
     from engine import event_from_json
 
     events = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
-    events.append({"type": "Odd", "ts": 86_400.5, "lo": 86_400.0, "hi": 86_401.0, "job_id": 7, "nested": {"a": [1]},
-                   "flag": True, "text": "ü"})
+    events.append(
+        {
+            "type": "Odd",
+            "ts": 86_400.5,
+            "lo": 86_400.0,
+            "hi": 86_401.0,
+            "job_id": 7,
+            "nested": {"a": [1]},
+            "flag": True,
+            "text": "ü",
+        }
+    )
     with ArchiveWriter(tmp_path, flush_rows=40) as writer:  # three flushes, three batches
         writer.add_events(events)
     table = read_table(tmp_path)
@@ -27,7 +37,15 @@ def test_round_trip_is_exact(tmp_path: Path) -> None:
     for i, (obj, row) in enumerate(zip(events, table.to_pylist(), strict=True)):
         a, b = event_from_json(obj, seq=i), event_from_json(event_from_row(row), seq=i)
         assert (a.type, a.id, a.ts, a.lo, a.hi, a.tlo, a.thi, a.attrs) == (
-            b.type, b.id, b.ts, b.lo, b.hi, b.tlo, b.thi, b.attrs)
+            b.type,
+            b.id,
+            b.ts,
+            b.lo,
+            b.hi,
+            b.tlo,
+            b.thi,
+            b.attrs,
+        )
     odd = table.to_pylist()[-1]
     assert (odd["date"], odd["type"], odd["job_id"], odd["period"]) == ("1970-01-02", "Odd", "7", None)
     load = next(r for r in table.to_pylist() if r["type"] == "LoadStd")
@@ -39,8 +57,9 @@ def test_partitions_and_appends(tmp_path: Path, capsys) -> None:
 
     files = []
     for _ in range(2):  # the same input twice: two runs, new files each time, nothing overwritten
-        code, _, err = run_cli(["archive", str(SAMPLE), "--to", str(tmp_path), "--pack", str(PACK),
-                                "--no-progress"], capsys)
+        code, _, err = run_cli(
+            ["archive", str(SAMPLE), "--to", str(tmp_path), "--pack", str(PACK), "--no-progress"], capsys
+        )
         assert code == 0, err
         assert "94 events, 27 match records" in err
         files.append(len(list(tmp_path.rglob("*.parquet"))))

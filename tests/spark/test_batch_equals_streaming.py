@@ -66,8 +66,14 @@ def test_edge_pack_over_two_inputs(spark, generated: Path, tmp_path: Path, capsy
     streaming = _match(both, EDGE_PACK, capsys)
     batch = _batch([small, SAMPLE], EDGE_PACK, capsys, "--explain")
     assert_same_records(batch, streaming)
-    assert {r["query"] for r in streaming} >= {"keyless_only", "cancelled_by_any_reducer", "quiet_reducer",
-                                                "next_from_balance", "strict_pair", "host_of_rising_load"}
+    assert {r["query"] for r in streaming} >= {
+        "keyless_only",
+        "cancelled_by_any_reducer",
+        "quiet_reducer",
+        "next_from_balance",
+        "strict_pair",
+        "host_of_rising_load",
+    }
     # Never cut, whatever the input: strict contiguity and no equivalence.
     compiled = {p.name: compile_plan(p) for p in plans_from_pack(load_pack(EDGE_PACK))}
     names = list(compiled)
@@ -81,12 +87,23 @@ def test_unpartitioned_when_runs_can_start_keyless(spark, capsys) -> None:
     from app.spark.batch import compile_plan, plans_from_pack
     from app.spark.batch_plan import InputStats, plan_families
 
-    plans = [p for p in plans_from_pack(load_pack(EDGE_PACK)) if p.name in ("next_from_balance", "two_keys",
-                                                                          "collapsed_keyless_singletons")]
+    plans = [
+        p
+        for p in plans_from_pack(load_pack(EDGE_PACK))
+        if p.name in ("next_from_balance", "two_keys", "collapsed_keyless_singletons")
+    ]
     compiled = [compile_plan(p) for p in plans]
-    stats = InputStats(events=4, widest=0, counts={"Balance": 1, "Imbalance": 1, "JobStart": 1, "DataPull": 1},
-                       lacking={"Balance": {"task_id": 1, "job_id": 1}, "Imbalance": {"task_id": 1, "job_id": 1},
-                                "JobStart": {"task_id": 1, "job_id": 0}, "DataPull": {"task_id": 0, "job_id": 0}})
+    stats = InputStats(
+        events=4,
+        widest=0,
+        counts={"Balance": 1, "Imbalance": 1, "JobStart": 1, "DataPull": 1},
+        lacking={
+            "Balance": {"task_id": 1, "job_id": 1},
+            "Imbalance": {"task_id": 1, "job_id": 1},
+            "JobStart": {"task_id": 1, "job_id": 0},
+            "DataPull": {"task_id": 0, "job_id": 0},
+        },
+    )
     attrs = {plans[i].name: fam.attr for fam in plan_families(compiled, stats) for i in fam.queries}
     assert attrs == {"next_from_balance": None, "two_keys": "job_id", "collapsed_keyless_singletons": None}
 
@@ -98,16 +115,27 @@ def test_archive_in_archive_out(spark, generated: Path, tmp_path: Path, capsys) 
     archive, out = tmp_path / "archive", tmp_path / "out"
     code, _, err = run_cli(["archive", str(generated), "--to", str(archive), "--no-progress"], capsys)
     assert code == 0, err
-    code, printed, err = run_cli(["batch", "--pack", str(PACK), str(archive), "--out", str(out), "--no-progress"],
-                                 capsys)
+    code, printed, err = run_cli(
+        ["batch", "--pack", str(PACK), str(archive), "--out", str(out), "--no-progress"], capsys
+    )
     assert code == 0 and printed == [], err
     table = read_table(out, "matches").to_pylist()
-    records = [{"query": r["query"], "match": json.loads(r["match"]), "confidence": r["confidence"],
-                "start": r["start"], "end": r["end"], "return": json.loads(r["return"])} for r in table]
+    records = [
+        {
+            "query": r["query"],
+            "match": json.loads(r["match"]),
+            "confidence": r["confidence"],
+            "start": r["start"],
+            "end": r["end"],
+            "return": json.loads(r["return"]),
+        }
+        for r in table
+    ]
     assert_same_records(records, _match(generated, PACK, capsys))
     assert {r["date"] for r in table} == {"2023-11-14"}
-    assert {r["task_id"] for r in table if r["query"] == "Q6"} == {r["return"]["task_id"] for r in records
-                                                                   if r["query"] == "Q6"}
+    assert {r["task_id"] for r in table if r["query"] == "Q6"} == {
+        r["return"]["task_id"] for r in records if r["query"] == "Q6"
+    }
 
 
 def test_raw_logs_through_the_collectors(spark, tmp_path: Path, capsys) -> None:

@@ -15,8 +15,15 @@ T0 = 1_700_000_000.0
 
 def _tasks(job: str, kind: str, periods: list[float], hosts: list[str]) -> list[dict]:
     return [
-        {"type": kind, "ts": T0 + 100 + i, "job_id": job, "task_id": f"{job}_{kind[0]}{i}",
-         "host": hosts[i % len(hosts)], "period": p, "status": "SUCCEEDED"}
+        {
+            "type": kind,
+            "ts": T0 + 100 + i,
+            "job_id": job,
+            "task_id": f"{job}_{kind[0]}{i}",
+            "host": hosts[i % len(hosts)],
+            "period": p,
+            "status": "SUCCEEDED",
+        }
         for i, p in enumerate(periods)
     ]
 
@@ -71,7 +78,14 @@ def test_history_tables(spark, tmp_path: Path, capsys) -> None:
     m1 = durations[("job", "j1", "Mapper")]
     # 12 durations, ten of 10 s and two of 50 s: nearest-rank quantiles.
     assert (m1["tasks"], m1["min"], m1["p50"], m1["p75"], m1["p90"], m1["p95"], m1["max"]) == (
-        12, 10.0, 10.0, 10.0, 50.0, 50.0, 50.0)
+        12,
+        10.0,
+        10.0,
+        10.0,
+        50.0,
+        50.0,
+        50.0,
+    )
     assert m1["mean"] == pytest.approx(200 / 12)
     assert durations[("user", "bob", "Mapper")]["tasks"] == 60
     assert durations[("queue", "default", "Reducer")]["p50"] == 20.0
@@ -80,22 +94,29 @@ def test_history_tables(spark, tmp_path: Path, capsys) -> None:
 
     skew = {(r["job_id"], r["kind"]): r for r in table("skew")}
     # j1 mappers: groups 10 x 10 s and 2 x 50 s -> ratio 5: MODERATE by ratio, group A of 10 tasks caps it at LOW.
-    assert (skew[("j1", "Mapper")]["ratio"], skew[("j1", "Mapper")]["deviation_severity"],
-            skew[("j1", "Mapper")]["tasks_severity"], skew[("j1", "Mapper")]["severity"]) == (
-        5.0, "MODERATE", "LOW", "LOW")
+    assert (
+        skew[("j1", "Mapper")]["ratio"],
+        skew[("j1", "Mapper")]["deviation_severity"],
+        skew[("j1", "Mapper")]["tasks_severity"],
+        skew[("j1", "Mapper")]["severity"],
+    ) == (5.0, "MODERATE", "LOW", "LOW")
     # j1 reducers: ratio 9 (SEVERE) but only 3 short tasks: NONE.
     assert (skew[("j1", "Reducer")]["ratio"], skew[("j1", "Reducer")]["severity"]) == (9.0, "NONE")
     # j2 mappers: 55 x 5 s vs 5 x 90 s -> ratio 18 (CRITICAL), 55 short tasks (MODERATE): MODERATE.
     j2 = skew[("j2", "Mapper")]
     assert (j2["group_a_tasks"], j2["group_b_tasks"], j2["ratio"], j2["deviation_severity"], j2["severity"]) == (
-        55, 5, 18.0, "CRITICAL", "MODERATE")
+        55,
+        5,
+        18.0,
+        "CRITICAL",
+        "MODERATE",
+    )
 
     queued = sorted((r["job_id"], r["ts"], r["queued"]) for r in table("queued"))
     assert queued == [("j1", T0 + 10, 100.0), ("j1", T0 + 20, 300.0), ("j1", T0 + 30, 150.0), ("j2", T0 + 15, 7.0)]
 
     anomalies = sorted((r["bucket"], r["kind"], r["query"], r["count"]) for r in table("anomalies"))
-    assert anomalies == [(900.0, "straggler", "Q3", 2), (1200.0, "imbalance", "Q5", 1),
-                         (1200.0, "imbalance", "Q6", 1)]
+    assert anomalies == [(900.0, "straggler", "Q3", 2), (1200.0, "imbalance", "Q5", 1), (1200.0, "imbalance", "Q6", 1)]
 
 
 @pytest.mark.spark
@@ -111,13 +132,15 @@ def test_spark_application_tables(spark, tmp_path: Path, capsys) -> None:
     events = list(collected("local"))
     jsonl = write_events(events, tmp_path / "local.jsonl")
     root, out = tmp_path / "archive", tmp_path / "history"
-    code, _, err = run_cli(["archive", str(jsonl), "--to", str(root), "--pack", str(SPARK_PACK_PATH),
-                            "--no-progress"], capsys)
+    code, _, err = run_cli(
+        ["archive", str(jsonl), "--to", str(root), "--pack", str(SPARK_PACK_PATH), "--no-progress"], capsys
+    )
     assert code == 0, err
     code, _, err = run_cli(["history", str(root), "--out", str(out), "--no-progress"], capsys)
     assert code == 0 and "spark_stages" in err and "spark_apps" in err, err
-    stages = {(r["app_id"], r["stage_id"], r["stage_attempt"]): r for r in pq.read_table(out / "spark_stages")
-              .to_pylist()}
+    stages = {
+        (r["app_id"], r["stage_id"], r["stage_attempt"]): r for r in pq.read_table(out / "spark_stages").to_pylist()
+    }
     app = manifest("local")["app_id"]
     done = [e for e in events if e["type"] == "StageCompleted"]
     assert set(stages) == {(app, e["stage_id"], e["stage_attempt"]) for e in done}

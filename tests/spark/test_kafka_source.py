@@ -54,8 +54,9 @@ class FakeConsumer:
         for tp in self.assigned:
             offs = [o for o in self.logs[(tp.topic, tp.partition)] if o >= self.pos[tp]][: self.batch]
             if offs:
-                out[tp] = [Record(tp.topic, tp.partition, o, None, f"v{o}".encode(), 1_700_000_000_000 + o)
-                           for o in offs]
+                out[tp] = [
+                    Record(tp.topic, tp.partition, o, None, f"v{o}".encode(), 1_700_000_000_000 + o) for o in offs
+                ]
                 self.pos[tp] = offs[-1] + 1
         return out
 
@@ -89,7 +90,12 @@ def test_cap_and_plan() -> None:
     assert ks.cap_offsets(start, latest, 1000) == latest
     ranges = ks.plan_ranges(start, capped, max_records=3)
     assert [(r.topic, r.partition, r.start, r.end) for r in ranges] == [
-        ("ev", 0, 0, 3), ("ev", 0, 3, 4), ("ev", 1, 4, 7), ("ev", 1, 7, 9), ("new", 0, 0, 1)]
+        ("ev", 0, 0, 3),
+        ("ev", 0, 3, 4),
+        ("ev", 1, 4, 7),
+        ("ev", 1, 7, 9),
+        ("new", 0, 0, 1),
+    ]
     assert ks.plan_ranges(latest, latest) == []
 
 
@@ -98,12 +104,14 @@ def test_readers_against_a_fake_consumer(fake: FakeConsumer) -> None:
     parts = batch.partitions()
     rows = [row for p in parts for row in batch.read(p)]
     assert [(r[2], r[3], r[4]) for r in rows] == [("ev", 0, o) for o in range(10)] + [
-        ("ev", 1, o) for o in (4, 5, 7, 8, 20)]
+        ("ev", 1, o) for o in (4, 5, 7, 8, 20)
+    ]
     assert rows[0][1] == b"v0" and rows[0][5].timestamp() == pytest.approx(1_700_000_000.0)
     assert fake.closed
 
-    stream = ks.KafkaStreamReader(ks._Options({"bootstrap": "x:1", "subscribe": "ev", "startingOffsets": "earliest",
-                                               "maxOffsetsPerTrigger": "6"}))
+    stream = ks.KafkaStreamReader(
+        ks._Options({"bootstrap": "x:1", "subscribe": "ev", "startingOffsets": "earliest", "maxOffsetsPerTrigger": "6"})
+    )
     start = stream.initialOffset()
     assert start == {"ev": {"0": 0, "1": 4}}
     limit = stream.getDefaultReadLimit()
@@ -128,6 +136,7 @@ def test_missing_options_are_named() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ a real broker
+
 
 def _produce(bootstrap: str, topic: str, partitions: int, values: list[bytes]) -> None:
     from kafka import KafkaProducer
@@ -154,10 +163,19 @@ def test_a_real_topic_in_batch_and_micro_batches(spark, kafka_broker) -> None:
     assert sorted(r["v"] for r in rows) == sorted(lines)
     assert {(r["partition"], r["offset"]) for r in rows} == {(p, o) for p in (0, 1) for o in range(47)}
 
-    query = (spark.readStream.format("hcep-kafka").option("kafka.bootstrap.servers", kafka_broker.bootstrap)
-             .option("subscribe", "hcep-spark-src").option("startingOffsets", "earliest")
-             .option("maxOffsetsPerTrigger", "40").load().selectExpr("CAST(value AS STRING) v")
-             .writeStream.format("memory").queryName("hcep_kafka_test").trigger(availableNow=True).start())
+    query = (
+        spark.readStream.format("hcep-kafka")
+        .option("kafka.bootstrap.servers", kafka_broker.bootstrap)
+        .option("subscribe", "hcep-spark-src")
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "40")
+        .load()
+        .selectExpr("CAST(value AS STRING) v")
+        .writeStream.format("memory")
+        .queryName("hcep_kafka_test")
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination(180)
     assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [40, 40, 14]
     assert spark.sql("SELECT count(DISTINCT v) AS n FROM hcep_kafka_test").first()["n"] == len(lines)
@@ -171,8 +189,16 @@ def test_live_ingestion_archive_then_batch(spark, kafka_broker, tmp_path: Path, 
     with_ids.write_text("".join(json.dumps(e) + "\n" for e in events))
     _produce(kafka_broker.bootstrap, "hcep-spark-archive", 1, [json.dumps(e).encode() for e in events])
     archive = tmp_path / "archive"
-    argv = ["archive", "--kafka", kafka_broker.bootstrap, "--topic", "hcep-spark-archive", "--to", str(archive),
-            "--no-progress"]
+    argv = [
+        "archive",
+        "--kafka",
+        kafka_broker.bootstrap,
+        "--topic",
+        "hcep-spark-archive",
+        "--to",
+        str(archive),
+        "--no-progress",
+    ]
     code, _, err = run_cli(argv, capsys)
     assert code == 0, err
     code, _, err = run_cli(argv, capsys)  # a rerun continues after the checkpoint: nothing twice

@@ -39,9 +39,7 @@ STALL_SECONDS = 5.0
 STALL_PARTITION = 6
 
 
-def skewed_groupby(
-    spark: Any, group: str, rows: int = 200_000, per_value: float = SKEW_SECONDS_PER_VALUE
-) -> None:
+def skewed_groupby(spark: Any, group: str, rows: int = 200_000, per_value: float = SKEW_SECONDS_PER_VALUE) -> None:
     """A groupBy whose key 0 holds 95 % of the rows (RDD API: no map-side combine, so the skew reaches the shuffle):
     one reduce task reads almost everything and, at ``per_value`` seconds per value, runs seconds longer than the
     rest."""

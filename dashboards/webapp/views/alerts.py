@@ -35,8 +35,11 @@ def render(ctx: ui.Context) -> None:
     manager = data.alertmanager()
     extra = _alertmanager_only(ctx, manager)
     if not extra.empty:
-        every = pd.concat([every, data.acks.annotate(extra)], ignore_index=True) if not every.empty else \
-            data.acks.annotate(extra)
+        every = (
+            pd.concat([every, data.acks.annotate(extra)], ignore_index=True)
+            if not every.empty
+            else data.acks.annotate(extra)
+        )
     every = alerts_mod.with_alertmanager(every, manager) if not every.empty else every
     sources(data, manager)
     if every.empty:
@@ -44,8 +47,13 @@ def render(ctx: ui.Context) -> None:
         return
 
     cols = st.columns([3, 1])
-    chosen = cols[0].multiselect("Severity", SEVERITY_CHOICES, default=["critical", "warning"], key="alert_severity",
-                                 help="warning or worse by default: info alerts are for the record, not for paging")
+    chosen = cols[0].multiselect(
+        "Severity",
+        SEVERITY_CHOICES,
+        default=["critical", "warning"],
+        key="alert_severity",
+        help="warning or worse by default: info alerts are for the record, not for paging",
+    )
     show_acked = cols[1].toggle("Show acknowledged", value=False, key="alert_show_acked")
     open_all = every[every["state"] == "firing"]
     resolved_all = every[every["state"] == "resolved"]
@@ -63,8 +71,9 @@ def render(ctx: ui.Context) -> None:
     shown = alerts_mod.sort_for_display(shown)
     st.subheader(f"Open alerts ({len(shown)})")
     if shown.empty:
-        st.success("No open alerts of the chosen severities." + ("" if show_acked else " (Acknowledged ones are "
-                                                                                      "hidden.)"))
+        st.success(
+            "No open alerts of the chosen severities." + ("" if show_acked else " (Acknowledged ones are hidden.)")
+        )
     else:
         open_groups(ctx, shown)
     acknowledge(ctx, shown)
@@ -87,8 +96,14 @@ def sources(data: Any, manager: pd.DataFrame | None) -> None:
             silenced = int(manager["silenced_by"].map(bool).sum()) if not manager.empty else 0
             inhibited = int(manager["inhibited_by"].map(bool).sum()) if not manager.empty else 0
             parts.append(f"Alertmanager {url}: {len(manager)} open ({silenced} silenced, {inhibited} inhibited)")
-    st.caption("Alerts: " + ("; ".join(parts) if parts else "no source holds alerts yet (the store of `hcep run`, "
-                                                             "`hcep match --alerts` files, or --alertmanager)"))
+    st.caption(
+        "Alerts: "
+        + (
+            "; ".join(parts)
+            if parts
+            else "no source holds alerts yet (the store of `hcep run`, `hcep match --alerts` files, or --alertmanager)"
+        )
+    )
 
 
 def _alertmanager_only(ctx: ui.Context, manager: pd.DataFrame | None) -> pd.DataFrame:
@@ -122,7 +137,8 @@ def open_groups(ctx: ui.Context, shown: pd.DataFrame) -> None:
             worst = mine.iloc[0]["severity"]
             st.markdown(f"#### {ui.severity_badge(worst)} `{job}` · {len(mine)} open alert(s)")
             for row in mine.sort_values(["task_id", "starts_at"], na_position="first", kind="stable").to_dict(
-                    "records"):
+                "records"
+            ):
                 alert_entry(ctx, row)
     if len(order) > MAX_JOBS:
         st.caption(f"{len(order) - MAX_JOBS} more job(s) with open alerts: narrow the time window or pick a job.")
@@ -142,8 +158,9 @@ def target(row: dict[str, Any]) -> str:
 def alert_entry(ctx: ui.Context, row: dict[str, Any]) -> None:
     """One open alert: severity, rule, job / reducer and summary on one line; confidence, since when, Alertmanager's
     state and acknowledgement below; the rule's meaning and the evidence in an expander."""
-    st.markdown(f"{ui.severity_badge(row['severity'], row['tier'])} **{row['alertname']}** · {target(row)} · "
-                f"{row['summary']}")
+    st.markdown(
+        f"{ui.severity_badge(row['severity'], row['tier'])} **{row['alertname']}** · {target(row)} · {row['summary']}"
+    )
     facts = [f"confidence {ui.num(row['confidence'], '{:.2f}')}", f"since {ui.when(row['starts_at'])}"]
     if row.get("am_state"):
         facts.append(f"Alertmanager: {row['am_state']}")
@@ -163,21 +180,37 @@ def evidence(ctx: ui.Context, row: dict[str, Any]) -> None:
     if description:
         st.markdown(f"**{row['alertname']}**: {description}")
     if rule is not None and rule.value:
-        st.caption(f"graded by `{rule.value}` = {ui.num(row.get('value'), '{:.3g}')}"
-                   + (f"; gated by `{rule.when}`" if rule.when else "")
-                   + (f"; held for {rule.hold}" if rule.hold else ""))
+        st.caption(
+            f"graded by `{rule.value}` = {ui.num(row.get('value'), '{:.3g}')}"
+            + (f"; gated by `{rule.when}`" if rule.when else "")
+            + (f"; held for {rule.hold}" if rule.hold else "")
+        )
     found = row.get("evidence") or {}
-    st.markdown(f"Evidence: query **{found.get('query') or row.get('query') or '?'}**, "
-                f"{found.get('records', '?')} record(s) seen, record id `{found.get('record_id') or '-'}`")
+    st.markdown(
+        f"Evidence: query **{found.get('query') or row.get('query') or '?'}**, "
+        f"{found.get('records', '?')} record(s) seen, record id `{found.get('record_id') or '-'}`"
+    )
     st.json(found, expanded=False)
     record = ctx.data.record(found.get("record_id"), found.get("query") or row.get("query"))
     if record is None:
         st.caption("The match record itself is not in the data sources (the store or the data dir's match files).")
     else:
         st.markdown(f"The match record (from {record['source']}):")
-        st.code(json.dumps({"query": record["query"], "match": record["match"], "return": record["return"],
-                            "confidence": record["confidence"], "start": record["start"], "end": record["end"]},
-                           indent=1, default=str), language="json")
+        st.code(
+            json.dumps(
+                {
+                    "query": record["query"],
+                    "match": record["match"],
+                    "return": record["return"],
+                    "confidence": record["confidence"],
+                    "start": record["start"],
+                    "end": record["end"],
+                },
+                indent=1,
+                default=str,
+            ),
+            language="json",
+        )
     ui.alert_link(ctx, row, f"Open the records of {row.get('query')} for {row.get('task_id') or row.get('job_id')}")
 
 
@@ -189,8 +222,10 @@ def acknowledge(ctx: ui.Context, shown: pd.DataFrame) -> None:
         st.warning("Acknowledgements cannot be saved: give the dashboard a writable data dir (--data) or --acks.")
         return
     open_rows = shown[~shown["acked"]] if not shown.empty else shown
-    labels = {r["alert_id"]: f"{r['alertname']} · {r.get('task_id') or r.get('job_id') or ''} · {r['severity']}"
-              for r in open_rows.to_dict("records")}
+    labels = {
+        r["alert_id"]: f"{r['alertname']} · {r.get('task_id') or r.get('job_id') or ''} · {r['severity']}"
+        for r in open_rows.to_dict("records")
+    }
     picked = st.multiselect("Alerts to acknowledge", list(labels), format_func=lambda a: labels[a], key="ack_pick")
     who = st.text_input("Acknowledged by", value="operator", key="ack_by")
     cols = st.columns(2)
@@ -212,17 +247,39 @@ def history(ctx: ui.Context, resolved: pd.DataFrame, since: float | None, until:
         if resolved.empty:
             st.caption("No resolved alerts of the chosen severities in this window.")
         for row in resolved.head(MAX_RESOLVED).to_dict("records"):
-            st.markdown(f"{ui.severity_badge(row['severity'], row['tier'])} **{row['alertname']}** · {target(row)} · "
-                        f"{row['fired_summary']} · {ui.when(row['starts_at'])} → {ui.when(row['ends_at'])}")
+            st.markdown(
+                f"{ui.severity_badge(row['severity'], row['tier'])} **{row['alertname']}** · {target(row)} · "
+                f"{row['fired_summary']} · {ui.when(row['starts_at'])} → {ui.when(row['ends_at'])}"
+            )
         if len(resolved) > MAX_RESOLVED:
             st.caption(f"... and {len(resolved) - MAX_RESOLVED} older ones (see the transitions below).")
     transitions = ctx.data.alert_transitions(since, until, job=ctx.job, host=ctx.host)
     with st.expander(f"Every transition ({len(transitions)})", expanded=False):
         if not transitions.empty:
-            table = transitions[["ts", "state", "severity", "tier", "alertname", "job_id", "task_id", "summary",
-                                 "confidence", "starts_at", "ends_at", "source", "delivery", "alert_id"]]
-            st.dataframe(ui.with_times(table.iloc[::-1], ("ts", "starts_at", "ends_at")), hide_index=True,
-                         width="stretch", key="alert_transitions")
+            table = transitions[
+                [
+                    "ts",
+                    "state",
+                    "severity",
+                    "tier",
+                    "alertname",
+                    "job_id",
+                    "task_id",
+                    "summary",
+                    "confidence",
+                    "starts_at",
+                    "ends_at",
+                    "source",
+                    "delivery",
+                    "alert_id",
+                ]
+            ]
+            st.dataframe(
+                ui.with_times(table.iloc[::-1], ("ts", "starts_at", "ends_at")),
+                hide_index=True,
+                width="stretch",
+                key="alert_transitions",
+            )
 
 
 ui.show(render)

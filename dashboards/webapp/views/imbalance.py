@@ -14,8 +14,7 @@ def render(ctx: ui.Context) -> None:
     ui.filters_caption(ctx)
     since, until = ctx.span()
     data = ctx.data
-    flagged = analysis.imbalance_reducers(data.matches(["Q5", "Q6", "Q7"], since, until, job=ctx.job,
-                                                       host=ctx.host))
+    flagged = analysis.imbalance_reducers(data.matches(["Q5", "Q6", "Q7"], since, until, job=ctx.job, host=ctx.host))
     if flagged.empty:
         st.info("No reducers coincide with a load imbalance (Q5 / Q6 / Q7 matches) in this window.")
         return
@@ -24,12 +23,20 @@ def render(ctx: ui.Context) -> None:
     cols[0].metric("Reducers flagged", flagged["task_id"].nunique())
     cols[1].metric("Through an imbalance (Q5)", int((flagged["query"] == "Q5").sum()))
     cols[2].metric("Flagged by Q5 and Q6", int((both > 1).sum()))
-    cols[3].metric("Own host the outlier (Q7)", int(flagged.loc[flagged["query"] == "Q7", "task_id"].nunique()),
-                   help="the reducers the UnbalancingReducer alert rule judges")
-    st.dataframe(ui.with_times(flagged.drop(columns=["id"])), hide_index=True, width="stretch",
-                 column_config={"confidence": st.column_config.ProgressColumn("confidence", min_value=0.0,
-                                                                              max_value=1.0, format="%.3f")},
-                 key="imbalance_table")
+    cols[3].metric(
+        "Own host the outlier (Q7)",
+        int(flagged.loc[flagged["query"] == "Q7", "task_id"].nunique()),
+        help="the reducers the UnbalancingReducer alert rule judges",
+    )
+    st.dataframe(
+        ui.with_times(flagged.drop(columns=["id"])),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "confidence": st.column_config.ProgressColumn("confidence", min_value=0.0, max_value=1.0, format="%.3f")
+        },
+        key="imbalance_table",
+    )
     lo, hi = flagged["start"].min() - 60, flagged["end"].max() + 60
     load = data.load(lo, hi)
     if not load.empty:

@@ -33,8 +33,11 @@ def render(ctx: ui.Context) -> None:
             st.info("No task events of this job in the data (only its match records).")
         else:
             slowest = tasks.iloc[0]
-            st.metric(f"Slowest task ({slowest['type']})", f"{slowest['period']:.1f} s",
-                      help=f"{slowest['task_id']} on {slowest['host']}")
+            st.metric(
+                f"Slowest task ({slowest['type']})",
+                f"{slowest['period']:.1f} s",
+                help=f"{slowest['task_id']} on {slowest['host']}",
+            )
             st.markdown(f"Slowest: `{slowest['task_id']}` on **{slowest['host']}**")
             st.altair_chart(charts.task_chart(tasks, slowest["task_id"]), width="stretch")
             st.dataframe(ui.with_times(tasks), hide_index=True, width="stretch", key="tasks_table")
@@ -56,8 +59,10 @@ def history(ctx: ui.Context, job: str | None) -> None:
         return
     skew = data.history("skew", job=ctx.job)
     if not skew.empty:
-        st.caption("Skew over the archive, in the manner of Dr. Elephant: a job's task durations split in two groups; "
-                   "ratio = the larger group mean over the smaller; the severity also needs enough tasks.")
+        st.caption(
+            "Skew over the archive, in the manner of Dr. Elephant: a job's task durations split in two groups; "
+            "ratio = the larger group mean over the smaller; the severity also needs enough tasks."
+        )
         rank = {s: i for i, s in enumerate(("CRITICAL", "SEVERE", "MODERATE", "LOW", "NONE"))}
         skew = skew.assign(_r=skew["severity"].map(rank)).sort_values(["_r", "ratio"], ascending=[True, False])
         st.dataframe(skew.drop(columns="_r"), hide_index=True, width="stretch", key="history_skew")
@@ -73,5 +78,6 @@ def history(ctx: ui.Context, job: str | None) -> None:
             if not mine.empty:
                 st.markdown(f"Task durations of `{job}` in the archive (s):")
                 st.dataframe(mine.drop(columns=["level"]), hide_index=True, width="stretch", key="history_durations")
+
 
 ui.show(render)

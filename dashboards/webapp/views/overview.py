@@ -28,8 +28,12 @@ def render(ctx: ui.Context) -> None:
     if not std.empty:
         last = std.iloc[-1]
         prev = std.iloc[-2]["val"] if len(std) > 1 else None
-        cols[3].metric("Load std-dev (latest)", f"{last['val']:.2f}",
-                       delta=None if prev is None else f"{last['val'] - prev:+.2f}", delta_color="inverse")
+        cols[3].metric(
+            "Load std-dev (latest)",
+            f"{last['val']:.2f}",
+            delta=None if prev is None else f"{last['val'] - prev:+.2f}",
+            delta_color="inverse",
+        )
     else:
         cols[3].metric("Load std-dev (latest)", "-")
     cols[4].metric("Imbalance rounds", imbalance)
@@ -40,9 +44,11 @@ def render(ctx: ui.Context) -> None:
     else:
         threshold = ctx.data.pack.settings.get("imbalance_threshold")
         st.altair_chart(charts.load_chart(load, alerts, threshold), width="stretch")
-        st.caption("Line: std-dev of load_one over the hosts per Ganglia round; dots: Balance / Imbalance rounds; "
-                   "vertical rules: when warning-or-worse alerts fired (colour = severity); dashed: the pack's "
-                   "imbalance threshold.")
+        st.caption(
+            "Line: std-dev of load_one over the hosts per Ganglia round; dots: Balance / Imbalance rounds; "
+            "vertical rules: when warning-or-worse alerts fired (colour = severity); dashed: the pack's "
+            "imbalance threshold."
+        )
 
     past = data.history("anomalies")
     if not past.empty:
@@ -56,8 +62,9 @@ def render(ctx: ui.Context) -> None:
     else:
         for row in sort_for_display(urgent).head(8).to_dict("records"):
             ui.alert_link(ctx, row, f"{row['alertname']} ({row['severity']}): {row['summary']}", fallback="alerts")
-    st.caption(f"{len(open_alerts)} open alert(s) in all; see the Alerts view for their evidence and to acknowledge "
-               "them.")
+    st.caption(
+        f"{len(open_alerts)} open alert(s) in all; see the Alerts view for their evidence and to acknowledge them."
+    )
     cols = st.columns(3)
     with cols[0]:
         ui.link(ctx, "alerts", "All alerts", icon=":material/notifications:")

@@ -24,10 +24,16 @@ def render(ctx: ui.Context) -> None:
     cols[0].metric("Queries", len(stats))
     cols[1].metric("Matches", int(stats["matches"].sum()))
     cols[2].metric("Runs alive", _total(stats, "runs_alive"))
-    cols[3].metric("Shed (total)", _total(stats, "shed"),
-                   help="load shedding in the service: events and partial matches (runs) dropped, summed")
-    cols[4].metric("Partial matches shed", _total(stats, "shed_runs"),
-                   help="runs of the NFA dropped by the load shedder (hcep_shed_runs_total)")
+    cols[3].metric(
+        "Shed (total)",
+        _total(stats, "shed"),
+        help="load shedding in the service: events and partial matches (runs) dropped, summed",
+    )
+    cols[4].metric(
+        "Partial matches shed",
+        _total(stats, "shed_runs"),
+        help="runs of the NFA dropped by the load shedder (hcep_shed_runs_total)",
+    )
     live = data.service()
     if live:
         cols = st.columns(4)
@@ -38,8 +44,10 @@ def render(ctx: ui.Context) -> None:
     st.altair_chart(charts.query_bars(stats), width="stretch")
     st.dataframe(ui.with_times(stats, ("last_match",)), hide_index=True, width="stretch", key="queries_table")
     if stats["runs_alive"].isna().all():
-        st.caption("Runs alive and shed counts come from the streaming service (`hcep run`): give the dashboard its "
-                   "metrics endpoint (--metrics http://127.0.0.1:PORT/metrics).")
+        st.caption(
+            "Runs alive and shed counts come from the streaming service (`hcep run`): give the dashboard its "
+            "metrics endpoint (--metrics http://127.0.0.1:PORT/metrics)."
+        )
     if data.deadletter():
         st.caption(f"Dead-lettered events in the store: {data.deadletter()}.")
     rules(ctx, since, until)

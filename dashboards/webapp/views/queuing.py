@@ -24,24 +24,38 @@ def render(ctx: ui.Context) -> None:
         held_alerts(ctx, held)
         history(ctx, ctx.job)
         return
-    st.caption("Each point is one Q4 match: the sum of DataIO sizes since the job started (+ written by a mapper, "
-               "- fetched by a reducer), at its last DataIO.")
+    st.caption(
+        "Each point is one Q4 match: the sum of DataIO sizes since the job started (+ written by a mapper, "
+        "- fetched by a reducer), at its last DataIO."
+    )
     summary = analysis.queue_summary(curves, alerted=held["job_id"].dropna() if not held.empty else ())
     incomplete = summary[summary["incomplete_data"]]
     cols = st.columns(4)
     cols[0].metric("Jobs", len(summary))
     cols[1].metric("Largest backlog (MiB)", f"{summary['peak_MiB'].max():.1f}")
-    cols[2].metric("Lowest point plotted (MiB)", f"{curves['queued'].min() / (1024 * 1024):.1f}",
-                   help="never below 0: a reducer cannot fetch what was not written")
+    cols[2].metric(
+        "Lowest point plotted (MiB)",
+        f"{curves['queued'].min() / (1024 * 1024):.1f}",
+        help="never below 0: a reducer cannot fetch what was not written",
+    )
     cols[3].metric("Jobs with incomplete data", len(incomplete))
     if not incomplete.empty:
-        st.warning(f"Incomplete data for {len(incomplete)} job(s): their running sum fell below zero (more fetched "
-                   "than written: the job's start or some of its map output was not seen), so their curves are "
-                   "clamped at 0 and not to be trusted: " + ", ".join(f"`{j}`" for j in incomplete["job_id"]))
+        st.warning(
+            f"Incomplete data for {len(incomplete)} job(s): their running sum fell below zero (more fetched "
+            "than written: the job's start or some of its map output was not seen), so their curves are "
+            "clamped at 0 and not to be trusted: " + ", ".join(f"`{j}`" for j in incomplete["job_id"])
+        )
     st.altair_chart(charts.queue_chart(curves), width="stretch")
-    st.dataframe(summary, hide_index=True, width="stretch", key="queue_table",
-                 column_config={"incomplete_data": st.column_config.CheckboxColumn("incomplete data"),
-                                "held_alert": st.column_config.CheckboxColumn(f"{HELD_RULE} alert")})
+    st.dataframe(
+        summary,
+        hide_index=True,
+        width="stretch",
+        key="queue_table",
+        column_config={
+            "incomplete_data": st.column_config.CheckboxColumn("incomplete data"),
+            "held_alert": st.column_config.CheckboxColumn(f"{HELD_RULE} alert"),
+        },
+    )
     top = summary.iloc[0]
     st.markdown(f"Largest backlog: **{top['peak_MiB']:.1f} MiB** in `{top['job_id']}`.")
     ui.link(ctx, "jobs", f"Task skew of {top['job_id']}", icon=":material/work:", job_detail=str(top["job_id"]))
@@ -53,13 +67,16 @@ def held_alerts(ctx: ui.Context, held: pd.DataFrame) -> None:
     """The jobs the HeldMapOutput rule alerted on, open ones first."""
     st.subheader(f"Held map output alerts ({HELD_RULE})")
     if held.empty:
-        st.caption(f"No {HELD_RULE} alert in this window: no job kept at least 1 GiB of map output unfetched for "
-                   "3 minutes.")
+        st.caption(
+            f"No {HELD_RULE} alert in this window: no job kept at least 1 GiB of map output unfetched for 3 minutes."
+        )
         return
     for row in held.assign(_o=held["state"] != "firing").sort_values(["_o", "starts_at"]).to_dict("records"):
         state = "open" if row["state"] == "firing" else f"resolved {ui.when(row['ends_at'])}"
-        st.markdown(f"{ui.severity_badge(row['severity'], row['tier'])} `{row['job_id']}` · {row['fired_summary']} "
-                    f"(since {ui.when(row['starts_at'])}; {state})")
+        st.markdown(
+            f"{ui.severity_badge(row['severity'], row['tier'])} `{row['job_id']}` · {row['fired_summary']} "
+            f"(since {ui.when(row['starts_at'])}; {state})"
+        )
 
 
 def history(ctx: ui.Context, job: str | None) -> None:

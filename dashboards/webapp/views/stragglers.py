@@ -16,8 +16,9 @@ def render(ctx: ui.Context) -> None:
     since, until = ctx.span()
     data = ctx.data
     q3 = data.matches("Q3", since, until, job=ctx.job, host=ctx.host)
-    table = analysis.stragglers(q3, data.events(ids=[i for ids in q3["events"] for i in ids]) if not q3.empty
-                                else data.events(ids=[]))
+    table = analysis.stragglers(
+        q3, data.events(ids=[i for ids in q3["events"] for i in ids]) if not q3.empty else data.events(ids=[])
+    )
     if table.empty:
         st.info("No straggling pulls (Q3 matches) in this window.")
         return
@@ -47,16 +48,21 @@ def render(ctx: ui.Context) -> None:
     with st.expander("Events of the match (log-derived)", expanded=True):
         bound = [i for ids in matches["events"] for i in ids]
         events = data.events(ids=bound)
-        lines = [json.dumps({k: v for k, v in e.items() if v == v and v is not None}, default=str)
-                 for e in events.to_dict("records")]
+        lines = [
+            json.dumps({k: v for k, v in e.items() if v == v and v is not None}, default=str)
+            for e in events.to_dict("records")
+        ]
         st.code("\n".join(lines) or "(the events are not in the data sources)", language="json", wrap_lines=True)
     if data.config.logs is not None:
         found = logs.straggler_lines(data.config.logs, task, row["map_task"])
         with st.expander(f"Hadoop log lines ({len(found)})", expanded=bool(found)):
             for path in dict.fromkeys(line.path for line in found):
                 st.caption(f"`{logs.short_path(path, data.config.logs)}`")
-                st.code("\n".join(f"{line.lineno}: {line.text}" for line in found if line.path == path),
-                        language=None, wrap_lines=True)
+                st.code(
+                    "\n".join(f"{line.lineno}: {line.text}" for line in found if line.path == path),
+                    language=None,
+                    wrap_lines=True,
+                )
             if not found:
                 st.caption("(no matching lines in the log tree)")
     cols = st.columns(2)
