@@ -38,7 +38,7 @@ WORKER_ENV = "HCEP_WORKER"
 class Worker:
     name: str
     argv: list[str]
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     restart_at: float | None = None
     backoff: float = 1.0
@@ -50,6 +50,12 @@ class Worker:
         self.proc = subprocess.Popen(with_parent(self.argv), env=env, stdin=subprocess.DEVNULL)
         self.started_at = time.monotonic()
         self.restart_at = None
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        """The running (or last) process; only asked after :meth:`start`."""
+        assert self.proc is not None, f"worker {self.name} was never started"
+        return self.proc
 
 
 def worker_argv(base: list[str], instance: str, k: int, metrics_port: int | None) -> list[str]:
@@ -90,7 +96,7 @@ def run_workers(
     try:
         for w in workers:
             w.start()
-        log.info("started %d workers: %s", n, ", ".join(f"{w.name} (pid {w.proc.pid})" for w in workers))
+        log.info("started %d workers: %s", n, ", ".join(f"{w.name} (pid {w.process.pid})" for w in workers))
         while not stop["requested"] and not all(w.done for w in workers):
             now = time.monotonic()
             for w in workers:
@@ -99,9 +105,9 @@ def run_workers(
                 if w.restart_at is not None:
                     if now >= w.restart_at:
                         w.start()
-                        log.warning("restarted worker %s (pid %d, restart %d)", w.name, w.proc.pid, w.restarts)
+                        log.warning("restarted worker %s (pid %d, restart %d)", w.name, w.process.pid, w.restarts)
                     continue
-                code = w.proc.poll()
+                code = w.process.poll()
                 if code is None:
                     if now - w.started_at > 60.0:
                         w.backoff = 1.0  # a minute of good health: the next failure is a fresh one

@@ -33,7 +33,8 @@ same wrap stream.
 Components are told apart by residues of ``v * 7`` so that every event fills at most one component (the case
 sorting assumes, digest I7): 4(b) against delta (l = 3, each component 1/20 of the events), 4(c) against the pattern
 length l, 4(d) with skewed component rates ``s1:s2:s3`` out of 600 residues (the same 120 = 20 % in all).  All
-orders output the same records (``tests/test_imprecise_orders.py``), so ``matches`` agree wherever a run finished.
+orders output the same records (``tests/engine/test_imprecise_orders.py``), so ``matches`` agree wherever a run
+finished.
 
 Throughput is events / CPU seconds of feed + flush; every configuration is time-boxed.  Never asserts.
 """

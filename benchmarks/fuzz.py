@@ -8,14 +8,14 @@ Each target is a function ``check(data: bytes)`` that feeds one input to the rea
 criteria: no exception but the entry point's documented error types, every rejected input counted and reported (a
 dead letter or an error message) with a reason naming where it is (file:line, offset, node), and no hang -- the
 harness arms a per-input alarm (``--timeout``, 2 s by default) and a run over it is a finding.  Seeds are the
-project's real samples (``tests/collectors/samples``, ``tests/ganglia/data``, ``queries/``, generated RRD and Parquet
-files); atheris mutates them under coverage guidance of the project's own modules.
+project's real samples (``tests/collectors/samples``, ``tests/collectors/ganglia/data``, ``queries/``, generated RRD
+and Parquet files); atheris mutates them under coverage guidance of the project's own modules.
 
 A finding does not stop the campaign: it is recorded once per signature (exception type and the innermost project
 frame, or the failed assertion), with the first input that produced it, under ``--out`` (default
 ``.run/fuzz/TARGET``), and the summary line at the end counts inputs and distinct findings.
-``tests/test_fuzz_targets.py`` runs every target for a few seconds with the seeded mutator (``--mutate``) as part of
-the test suite; the campaign figures are in ``benchmarks/README.md``.
+``tests/benchmarks/test_fuzz_targets.py`` runs every target for a few seconds with the seeded mutator (``--mutate``)
+as part of the test suite; the campaign figures are in ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def check_event_file(data: bytes) -> None:
     # Two of the queries per input, chosen by the input's checksum (the fuzzer can aim at each; all of them per
     # input made an instrumented run ten times slower), and small bounds to keep each input fast (the fuzzer favours
     # inputs with many overlapping Kleene events, whose signatures are exponential by design; the bounds themselves
-    # are tested in tests/test_limits.py).
+    # are tested in tests/engine/test_limits.py).
     pick = zlib.crc32(data) % len(_EVENT_QUERIES)
     chosen = [_EVENT_QUERIES[pick], _EVENT_QUERIES[(pick + 7) % len(_EVENT_QUERIES)]]
     for record in StreamedMatch(chosen, events, Limits(runs_per_key=50, runs=200)):

@@ -7,6 +7,7 @@ The Hadoop pack's RETURN names (SPEC section 7) are the contract: Q1/Q2 ``job_id
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -105,7 +106,7 @@ def stragglers(q3: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     for m in q3.to_dict("records"):
         binding = m["match"] if isinstance(m["match"], dict) else {}
 
-        def get(eid: str | None, attr: str):
+        def get(eid: str | None, attr: str) -> Any:
             if eid is None or by_id.empty or eid not in by_id.index or attr not in by_id.columns:
                 return None
             value = by_id.at[eid, attr]

@@ -6,10 +6,15 @@ charts are easiest to check without Streamlit running.
 
 from __future__ import annotations
 
+from typing import Any
+
 import altair as alt
 import pandas as pd
 
 from dashboards.records import to_datetime
+
+#: What the chart functions return: an Altair Chart, LayerChart or FacetChart (Streamlit draws any of them).
+AnyChart = Any
 
 SEVERITY_COLORS = alt.Scale(
     domain=["critical", "error", "warning", "info"], range=["#b10026", "#e31a1c", "#fd8d3c", "#6baed6"]
@@ -23,7 +28,7 @@ def _time(frame: pd.DataFrame, column: str, name: str = "time") -> pd.DataFrame:
     return out
 
 
-def load_chart(load: pd.DataFrame, alerts: pd.DataFrame | None = None, threshold: float | None = None) -> alt.Chart:
+def load_chart(load: pd.DataFrame, alerts: pd.DataFrame | None = None, threshold: float | None = None) -> AnyChart:
     """Cluster load imbalance (std-dev of load_one over the hosts) over time; Imbalance rounds in red, the threshold
     as a dashed rule, warning (and worse) alerts as vertical rules coloured by severity."""
     std = _time(load[load["type"] == "LoadStd"], "ts")
@@ -75,7 +80,7 @@ def load_chart(load: pd.DataFrame, alerts: pd.DataFrame | None = None, threshold
     return alt.layer(*layers).resolve_scale(color="independent").properties(height=HEIGHT)
 
 
-def skew_chart(jobs: pd.DataFrame) -> alt.Chart:
+def skew_chart(jobs: pd.DataFrame) -> AnyChart:
     """Per job: slowest task / average task, mappers and reducers side by side (1.0 = no skew)."""
     long = jobs.melt(id_vars=["job_id"], value_vars=["map_skew", "reduce_skew"], var_name="kind", value_name="skew")
     long = long.dropna(subset=["skew"])
@@ -94,7 +99,7 @@ def skew_chart(jobs: pd.DataFrame) -> alt.Chart:
     )
 
 
-def task_chart(tasks: pd.DataFrame, highlight: str | None = None) -> alt.Chart:
+def task_chart(tasks: pd.DataFrame, highlight: str | None = None) -> AnyChart:
     """Duration of every task attempt of a job, by kind, coloured by host; the highlighted task drawn larger."""
     frame = tasks.copy()
     frame["flag"] = frame["task_id"].eq(highlight) if highlight else False
@@ -112,7 +117,7 @@ def task_chart(tasks: pd.DataFrame, highlight: str | None = None) -> alt.Chart:
     )
 
 
-def pulls_chart(pulls: pd.DataFrame, slow_ids: list[str]) -> alt.Chart:
+def pulls_chart(pulls: pd.DataFrame, slow_ids: list[str]) -> AnyChart:
     """Shuffle pulls of one reducer over time (duration), the slow pull(s) in red."""
     frame = _time(pulls, "ts")
     frame["pull"] = frame["id"].isin(slow_ids).map({True: "slow pull", False: "pull"})
@@ -131,7 +136,7 @@ def pulls_chart(pulls: pd.DataFrame, slow_ids: list[str]) -> alt.Chart:
     )
 
 
-def queue_chart(curves: pd.DataFrame) -> alt.Chart:
+def queue_chart(curves: pd.DataFrame) -> AnyChart:
     """Map output written but not yet fetched, per job, over time (Q4's running sum of DataIO sizes, never below 0:
     :func:`dashboards.analysis.queue_curves` clamps, and marks the job's points ``incomplete``)."""
     frame = _time(curves[[c for c in ("job_id", "ts", "queued", "incomplete") if c in curves.columns]], "ts")
@@ -152,7 +157,7 @@ def queue_chart(curves: pd.DataFrame) -> alt.Chart:
     )
 
 
-def reducer_spans(spans: pd.DataFrame) -> alt.Chart:
+def reducer_spans(spans: pd.DataFrame) -> AnyChart:
     """Reducers flagged by Q5/Q6 as bars over their run, opacity = confidence."""
     frame = _time(_time(spans, "start", "from"), "end", "to")
     return (
@@ -171,7 +176,7 @@ def reducer_spans(spans: pd.DataFrame) -> alt.Chart:
     )
 
 
-def query_bars(stats: pd.DataFrame) -> alt.Chart:
+def query_bars(stats: pd.DataFrame) -> AnyChart:
     return (
         alt.Chart(stats)
         .mark_bar()
@@ -184,7 +189,7 @@ def query_bars(stats: pd.DataFrame) -> alt.Chart:
     )
 
 
-def host_durations(durations: pd.DataFrame) -> alt.Chart:
+def host_durations(durations: pd.DataFrame) -> AnyChart:
     """Spark history: median and 95th percentile task duration per host (a slow host stands out), by task kind."""
     frame = durations.melt(
         id_vars=["key", "kind"], value_vars=["p50", "p95"], var_name="quantile", value_name="seconds"
@@ -204,7 +209,7 @@ def host_durations(durations: pd.DataFrame) -> alt.Chart:
     )
 
 
-def anomaly_bars(anomalies: pd.DataFrame) -> alt.Chart:
+def anomaly_bars(anomalies: pd.DataFrame) -> AnyChart:
     """Spark history: straggler and imbalance matches per time bucket."""
     frame = _time(anomalies, "bucket")
     return (
@@ -220,7 +225,7 @@ def anomaly_bars(anomalies: pd.DataFrame) -> alt.Chart:
     )
 
 
-def stage_skew_chart(stages: pd.DataFrame) -> alt.Chart:
+def stage_skew_chart(stages: pd.DataFrame) -> AnyChart:
     """Per finished stage attempt: slowest / median task duration (1.0 = even); stages a rule alerted on in red,
     Dr. Elephant's skew tiers (2, 4, 8, 16) as dashed rules."""
     shown = stages.dropna(subset=["skew"]).head(40).copy()

@@ -128,7 +128,7 @@ def load_pack(path: str | Path | None) -> Pack:
                 text=str(item.get("query") or ""),
             )
         )
-    settings = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
+    settings: Any = doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
     rules = [r for r in (_rule(item) for item in doc.get("alerts") or []) if r is not None]
     for item in doc.get("queries") or []:  # the older per-query ``alert:`` shorthand: a rule named after the query
         if isinstance(item, dict) and "name" in item and isinstance(item.get("alert"), dict):
@@ -169,7 +169,7 @@ def _rule(item: Any) -> PackRule | None:
             except (TypeError, ValueError):
                 continue
     group = item.get("group_by") or []
-    labels = item.get("labels") if isinstance(item.get("labels"), dict) else {}
+    labels: Any = item.get("labels") if isinstance(item.get("labels"), dict) else {}
     return PackRule(
         name=str(item["name"]),
         query=str(item["query"]),

@@ -11,6 +11,7 @@ when there is one, else from its StageCompleted event, so every source gives the
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -62,9 +63,9 @@ def spark_alerts(alerts: pd.DataFrame) -> pd.DataFrame:
     return alerts[alerts["query"].isin(SPARK_QUERIES) | apps].reset_index(drop=True)
 
 
-def _alert_keys(alerts: pd.DataFrame, names: Iterable[str] | None = None) -> dict[tuple, list[str]]:
+def _alert_keys(alerts: pd.DataFrame, names: Iterable[str] | None = None) -> dict[tuple[Any, ...], list[str]]:
     """(app_id, stage_id) and (app_id, stage_id, executor_id) -> the rules that alerted on them."""
-    out: dict[tuple, list[str]] = {}
+    out: dict[tuple[Any, ...], list[str]] = {}
     if alerts.empty:
         return out
     wanted = set(names) if names is not None else None
@@ -218,9 +219,9 @@ def applications(
     """One row per application: its name and times (from its SparkAppStart/End events, else its stages), stages,
     tasks, the worst stage skew, memory spilled, GC share of run time, executors lost, stage retries and open
     alerts; most open alerts first."""
-    apps: dict[str, dict] = {}
+    apps: dict[str, dict[str, Any]] = {}
 
-    def app(app_id: object) -> dict:
+    def app(app_id: object) -> dict[str, Any]:
         return apps.setdefault(str(app_id), {c: None for c in APP_COLUMNS} | {"app_id": str(app_id)})
 
     if not events.empty and "type" in events.columns:

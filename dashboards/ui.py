@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -201,7 +202,7 @@ def alert_link(ctx: Context, alert: dict[str, object], label: str | None = None,
     if view is None:
         return
     param, field = VIEW_PARAM.get(view, (None, None))
-    labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
+    labels: Any = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
     value = alert.get(field) if field else None
     value = value or (labels.get(field) if field else None)  # a Spark alert names its application in a label
     extra = {param: str(value)} if param and value else {}

@@ -2,8 +2,8 @@
 on free loopback ports in a temporary run dir and stopped at the end (the pipeline and Spark tests use it).  Never
 mocked.  Under CI=true a broker that cannot start fails the tests (it must not turn into a skip).
 
-And the test run's ONE SparkSession (``spark``; a JVM start costs about 12 s here), shared by ``tests/spark`` and the
-Spark collector's live tests: it writes its event log (Spark's default zstd, as one growing ``.inprogress`` file) to
+And the test run's ONE SparkSession (``spark``; a JVM start costs about 12 s here), shared by ``tests/app/spark`` and
+the Spark collector's live tests: it writes its event log (Spark's default zstd, as one growing ``.inprogress`` file) to
 ``spark_event_dir``, so those tests can read what Spark logged about their jobs.  And the one ``local-cluster``
 application that loses an executor (``lost_executor_run``), shared by the collector's and the Spark pack's tests."""
 

@@ -26,8 +26,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import IO, Any
 
-from app.cli import CommandError
-from app.commands import kafka_out
+from app.commands import CommandError, kafka_out
 from app.commands.argtypes import finite, positive
 
 EXIT_OK, EXIT_POLL_FAILED = 0, 1

@@ -20,8 +20,7 @@ import sys
 import time
 from typing import IO, Any
 
-from app.cli import CommandError
-from app.commands import kafka_out
+from app.commands import CommandError, kafka_out
 from app.commands.argtypes import non_negative
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from app.commands import CommandError
 from app.commands.argtypes import positive_seconds
@@ -36,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _compiled(args: argparse.Namespace) -> list[tuple[object, str]]:
+def _compiled(args: argparse.Namespace) -> list[tuple[Any, str]]:
     """``(compiled query, note)`` for every query the options name."""
     from app.commands.match import compile_spec, load_pack, pack_tick
 
@@ -47,7 +48,7 @@ def _compiled(args: argparse.Namespace) -> list[tuple[object, str]]:
         from engine.language.ast import QueryError
         from engine.language.parser import parse_query
 
-        def located(err: object) -> str:
+        def located(err: Any) -> str:
             where = f", line {err.line}, column {err.column}" if getattr(err, "line", 0) else ""
             return f"hcep explain: --query-text{where}: {getattr(err, 'reason', err)}"
 

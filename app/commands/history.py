@@ -105,7 +105,7 @@ def _rows(directory: str) -> int:
     )
 
 
-def _match_archive(spark, archive: str, plans):  # type: ignore[no-untyped-def]
+def _match_archive(spark, archive: str, plans):
     """The pack's records over the archived events, as a DataFrame with the columns ``anomalies`` needs."""
     from app.spark.batch import run_batch
 

@@ -19,7 +19,7 @@ import os
 import shutil
 import sys
 
-from app.cli import CommandError
+from app.commands import CommandError
 from app.commands.argtypes import non_negative, positive, positive_int
 
 _OURS = ("hadoop", "ganglia", "ground_truth.json", "jobs.jsonl", ".plan")

@@ -165,7 +165,7 @@ def _queued(records: list[dict]) -> list[str]:
             rows.append(f"{job:<28} {len(rets):>7}")
             continue
         peak = max(numeric, key=lambda x: x["queued"])
-        last = max(numeric, key=lambda x: x.get("last") if _num(x.get("last")) else float("-inf"))
+        last = max(numeric, key=lambda x: float(x["last"]) if _num(x.get("last")) else float("-inf"))
         rows.append(
             f"{job:<28} {len(rets):>7} {_bytes(peak['queued']):>12}  {_when(peak.get('last')):<10} "
             f"{_bytes(last['queued']):>18}"

@@ -41,7 +41,7 @@ class Service:
 
     def _script(
         self, action: str, timeout: float, extra_env: dict[str, str] | None = None
-    ) -> subprocess.CompletedProcess:
+    ) -> subprocess.CompletedProcess[str]:
         script = DEPLOY / self.name / f"{action}.sh"
         if not script.exists():
             raise ServiceError(f"{script} not found (is this a checkout of the hcep repository?)")
@@ -60,7 +60,7 @@ class Service:
                 start_new_session=True,
             )
         except subprocess.TimeoutExpired as err:
-            self._log(action, "", f"timed out after {timeout:.0f} s\n{err.stderr or ''}")
+            self._log(action, "", f"timed out after {timeout:.0f} s\n{_text(err.stderr)}")
             raise ServiceError(
                 f"deploy/{self.name}/{action}.sh did not finish in {timeout:.0f} s (log: {self.log})"
             ) from None
@@ -111,7 +111,7 @@ class Service:
                 start_new_session=True,
             )
         finally:
-            if log is not subprocess.DEVNULL:
+            if not isinstance(log, int):
                 log.close()
 
     def stop(self, timeout: float = 120.0) -> None:
@@ -168,3 +168,10 @@ def alertmanager(run_dir: Path, port: int, receiver_url: str, log: Path, owner_p
     # start.sh's watcher stops it if the demo dies without cleaning up (only when the demo starts it).
     fresh = {"ALERTMANAGER_OWNER_PID": str(owner_pid)} if owner_pid is not None else {}
     return Service("alertmanager", "Alertmanager", args, log=log, fresh_env=fresh)
+
+
+def _text(output: str | bytes | None) -> str:
+    """What a timed-out script printed, as text (``TimeoutExpired`` may carry bytes even under ``text=True``)."""
+    if output is None:
+        return ""
+    return output.decode(errors="replace") if isinstance(output, bytes) else output

@@ -312,7 +312,7 @@ def _match_partitions(spark: SparkSession, events: int) -> int:
     """About 100,000 events per task, at least the shuffle partitions, and a multiple of the cores so that the last
     round of tasks keeps every core busy."""
     cores = max(spark.sparkContext.defaultParallelism, 1)
-    wanted = max(int(spark.conf.get("spark.sql.shuffle.partitions")), events // 100_000, 1)
+    wanted = max(int(spark.conf.get("spark.sql.shuffle.partitions") or 200), events // 100_000, 1)
     return -(-wanted // cores) * cores
 
 

@@ -131,6 +131,7 @@ class Group:
     def finish(self) -> list[tuple]:
         out: list[tuple] = []
         if self.gather:
+            assert self.keyless is not None, "a gathering group is given the keyless events"
             self.own.sort(key=order)
             if self.gkey == KEYLESS_GROUP:
                 shared = self.keyless.events

@@ -178,7 +178,7 @@ def durations(tasks: DataFrame) -> DataFrame:
             quantiles.alias("q"),
             F.max("period").alias("max"),
         )
-        cols = [F.lit(level).alias("level"), "key", "kind", "tasks", "mean", "min"]
+        cols: list[Any] = [F.lit(level).alias("level"), "key", "kind", "tasks", "mean", "min"]
         cols += [F.col("q")[i].alias(f"p{round(q * 100)}") for i, q in enumerate(QUANTILES)]
         frames.append(agg.select(*cols, "max"))
     out = frames[0]
@@ -251,7 +251,7 @@ def spark_stages(events: DataFrame) -> DataFrame | None:
         F.max("fetch_wait").alias("fetch_wait_max"),
         F.min(F.col("ts") - F.col("duration")).alias("first_launch"),
     )
-    cols = [*STAGE_KEY, "tasks", "failed_tasks"]
+    cols: list[Any] = [*STAGE_KEY, "tasks", "failed_tasks"]
     cols += [F.col("q")[i].alias(f"task_p{round(q * 100)}") for i, q in enumerate(QUANTILES)]
     cols += [
         "task_max",

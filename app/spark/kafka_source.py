@@ -146,7 +146,7 @@ def broker_offsets(consumer: Any, topics: Sequence[str]) -> tuple[Offsets, Offse
     """(earliest, latest) offsets of every partition of ``topics``."""
     from kafka import TopicPartition
 
-    parts = []
+    parts: list[Any] = []
     for topic in topics:
         found = consumer.partitions_for_topic(topic)
         if not found:

@@ -62,7 +62,7 @@ def job_events(cfg: TraceConfig, j: int) -> list[dict[str, Any]]:
     events = [
         _event("JobStart", t0, HADOOP_DELTA, job_id=job, user=user, queue=queue, maps=cfg.maps, reduces=cfg.reduces)
     ]
-    map_done: list[tuple[float, str, float]] = []
+    map_done: list[tuple[float, str, int]] = []
     straggler = rng.randrange(cfg.maps) if rng.random() < 0.3 else -1
     for m in range(cfg.maps):
         begin = t0 + rng.uniform(1, 4)

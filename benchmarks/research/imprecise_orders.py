@@ -33,8 +33,8 @@ arrival assumption: every event not yet seen (and, for sorting, not yet released
 run whose free component must precede an event ending before ``bound``, or whose events end ``W`` before it while a
 component is free, can never complete.
 
-A research baseline (``benchmarks/bench_imprecise.py``, ``tests/test_imprecise_orders.py``): the product evaluates
-every query with :class:`ImpreciseMatcher`.
+A research baseline (``benchmarks/bench_imprecise.py``, ``tests/engine/test_imprecise_orders.py``): the product
+evaluates every query with :class:`ImpreciseMatcher`.
 
 Scope: ``SEQ`` of singleton components without negation, skip_till_any_match, output ``all`` (the paper's Fig. 4
 workload); anything else raises :class:`ValueError` -- :class:`ImpreciseMatcher` evaluates every query.

@@ -6,7 +6,8 @@ deterministic :class:`CostModel` (``a + b * runs stepped``; ``c + d * runs scann
 tests of the latency bound are reproducible on a loaded CI machine.  Overload is relative to *capacity*: the event
 rate at which the unshed run of the same trace, under the same cost model, just keeps up.
 
-A research tool of ``benchmarks/bench_shedding.py`` and ``tests/test_shedding.py``: the service measures real time.
+A research tool of ``benchmarks/bench_shedding.py`` and ``tests/engine/test_shedding.py``: the service measures real
+time.
 """
 
 from __future__ import annotations

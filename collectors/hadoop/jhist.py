@@ -456,7 +456,7 @@ def _collect_names(schema: Any, names: dict[str, Any], namespace: str) -> None:
     elif isinstance(schema, dict):
         t = schema.get("type")
         if t in ("record", "error", "enum", "fixed") and isinstance(schema.get("name"), str):
-            ns = schema.get("namespace") if isinstance(schema.get("namespace"), str) else namespace
+            ns: Any = schema.get("namespace") if isinstance(schema.get("namespace"), str) else namespace
             name = schema["name"]
             names[name.rsplit(".", 1)[-1]] = schema
             names[name if "." in name or not ns else f"{ns}.{name}"] = schema

@@ -126,7 +126,7 @@ def events_from_documents(
 
 
 def _attempt_events(
-    parsed: tuple,
+    parsed: tuple[Any, ...],
     aid: str,
     a_start: int,
     a_finish: int,
@@ -136,7 +136,7 @@ def _attempt_events(
     counters: dict[str, dict[str, Any]] | None,
     delta: float,
     eid: Callable[..., str],
-) -> list:
+) -> list[dict[str, Any]]:
     """The events of one finished task attempt (all or none: a time out of range raises EventRangeError)."""
     out = []
     kind = parsed[2]

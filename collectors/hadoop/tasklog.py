@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qs
 
 from collectors.hadoop import events as E
@@ -185,7 +186,7 @@ class ReduceLogParser(Log4jParser):
         job_id = parsed[0] if parsed else ""
         task_id = self.reducer_task or "unknown"
         end = pull.end if pull.end is not None else pull.start
-        extra = {"reducer_attempt": self.reducer_attempt} if self.reducer_attempt else {}
+        extra: dict[str, Any] = {"reducer_attempt": self.reducer_attempt} if self.reducer_attempt else {}
         if pull.to:
             extra["to"] = pull.to
         if partial:

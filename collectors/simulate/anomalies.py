@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from collectors.simulate.config import SimConfig
@@ -47,7 +48,7 @@ def eligible(kind: str, maps: int, reduces: int, map_output: float) -> bool:
 
 
 def choose(
-    jobs: list[tuple[float, int, int, float]], cfg: SimConfig, rng: random.Random
+    jobs: Sequence[tuple[float, int, int, float]], cfg: SimConfig, rng: random.Random
 ) -> tuple[dict[int, dict[str, Any]], dict[str, int]]:
     """Plants for ``jobs`` given as (submit, maps, reduces, map output bytes): {job index: plant}, and the count
     wanted per kind (``anomalies_per_hour``; fewer are planted when fewer jobs are eligible)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from collectors.simulate.jobs import Attempt, Job
 from collectors.simulate.layout import jhist_path, ms, write_text
@@ -113,7 +114,7 @@ _TEMPLATES = {
 }
 
 
-def _group(spec: tuple, values: Sequence[int]) -> str:
+def _group(spec: tuple[Any, ...], values: Sequence[int]) -> str:
     parts = _TEMPLATES[id(spec)]
     out = [parts[0]]
     for frag, value in zip(parts[1:], values, strict=True):

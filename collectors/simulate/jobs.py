@@ -91,8 +91,8 @@ class Job:
     map_out: list[int] = field(default_factory=list)  # raw map output bytes per map
     shares: list[float] = field(default_factory=list)  # per-reducer share of each map's output
     #: end (ms) and bytes of every fetch, kept only for a job that may hold >= 1 GiB (see ``watch_fetches``)
-    fetch_end: array | None = None
-    fetch_bytes: array | None = None
+    fetch_end: array[int] | None = None
+    fetch_bytes: array[int] | None = None
 
     @property
     def job_id(self) -> str:

@@ -268,6 +268,7 @@ class Cluster:
         shuffled = shuffle_mod.schedule(job, att, cfg, rng, slow=stall)
         if job.fetch_end is not None:  # a job that may hold >= 1 GiB: its fetches, for the queued-output truth
             job.fetch_end.extend(p.end_ms for p in shuffled.by_end)
+            assert job.fetch_bytes is not None  # set together with fetch_end
             job.fetch_bytes.extend(p.length for p in shuffled.by_end)
         att.shuffle_end = max(shuffled.end, att.start + 1.5)
         att.shuffle_bytes = shuffled.total_bytes

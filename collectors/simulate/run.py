@@ -174,7 +174,9 @@ def _write_samples(path: str, samples: list[tuple[float, str, str, float]], clus
             )
 
 
-def _ganglia(mode: str, gmond: str | None, out_dir: str, cluster: str, samples: list, warn: Callable) -> None:
+def _ganglia(
+    mode: str, gmond: str | None, out_dir: str, cluster: str, samples: list[Any], warn: Callable[..., Any]
+) -> None:
     if mode == "none":
         return
     try:

@@ -21,10 +21,10 @@ _NN = "hdfs://nn01.hcep.local:8020"
 
 def map_attempt_ids(job: Job) -> list[str]:
     """The successful attempt id of every map of the job (what reducers fetch from), cached on the job."""
-    cached = getattr(job, "_map_ids", None)
+    cached: list[str] | None = getattr(job, "_map_ids", None)
     if cached is None:
         cached = [job.attempt_id("m", m, a.n if a is not None else 0) for m, a in enumerate(job.map_ok)]
-        job._map_ids = cached
+        setattr(job, "_map_ids", cached)  # noqa: B010 - a cache the Job dataclass does not declare
     return cached
 
 
@@ -161,7 +161,7 @@ class ReduceLogWriter:
         t = ms(att.shuffle_end)
         total = shuffle.total_bytes
         sort_end = ms(att.sort_end)
-        tail = (
+        tail: tuple[tuple[int, str], ...] = (
             (t + 5, f"{evf}EventFetcher is interrupted.. Returning"),
             (
                 t + 10,

@@ -21,6 +21,7 @@ Every decoder is fed whatever bytes have appeared in the file and returns the de
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 #: The short names Spark accepts for ``spark.eventLog.compression.codec`` (it rejects anything else).
 CODECS = ("lz4", "lzf", "snappy", "zstd")
@@ -149,7 +150,7 @@ class Lz4BlockDecoder(_Framed):
         if self._xxh32(plain, seed=LZ4_SEED) & 0x0FFFFFFF != check & 0x0FFFFFFF:
             raise self._fail("block checksum mismatch")
         out.append(plain)
-        return end
+        return int(end)
 
 
 class SnappyJavaDecoder(_Framed):
@@ -186,7 +187,7 @@ class SnappyJavaDecoder(_Framed):
             out.append(bytes(self._decompress(bytes(buf[4 : 4 + size]))))
         except Exception as err:  # noqa: BLE001 - cramjam raises its own DecompressionError
             raise self._fail(f"corrupt chunk: {err}") from None
-        return 4 + size
+        return int(4 + size)
 
 
 class LzfDecoder(_Framed):
@@ -214,7 +215,7 @@ class LzfDecoder(_Framed):
             if len(buf) < 5 + size:
                 return 0
             out.append(bytes(buf[5 : 5 + size]))
-            return 5 + size
+            return int(5 + size)
         if kind != 1:
             raise self._fail(f"unknown chunk type {kind}")
         if len(buf) < 7:
@@ -226,7 +227,7 @@ class LzfDecoder(_Framed):
         if plain is None or len(plain) != original:
             raise self._fail(f"corrupt chunk (expected {original} bytes)")
         out.append(plain)
-        return 7 + size
+        return int(7 + size)
 
 
 class ZstdDecoder(Decoder):
@@ -240,7 +241,7 @@ class ZstdDecoder(Decoder):
 
         self._zstd = zstandard
         self._dctx = zstandard.ZstdDecompressor()
-        self._obj = None
+        self._obj: Any = None
         self._in_frame = 0  # input bytes fed to the current, unfinished frame
 
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -20,7 +21,7 @@ EVENTS_DIR, MATCHES_DIR = "events", "matches"
 EXPANDED = frozenset({"SparkAppStart", "SparkAppEnd", "StageCompleted", "ExecutorRemoved"})
 
 
-def _dataset(path: Path):
+def _dataset(path: Path) -> Any:
     import pyarrow.dataset as ds
 
     return ds.dataset(path, format="parquet", partitioning="hive")
@@ -36,7 +37,7 @@ class ArchiveBackend:
             return []
         return sorted(self.root.rglob("*.parquet"))
 
-    def version(self) -> tuple:
+    def version(self) -> tuple[Any, ...]:
         files = self._parquet_files()
         newest = max((p.stat().st_mtime_ns for p in files), default=0)
         return (len(files), newest)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -19,7 +20,7 @@ class HistoryTables:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[tuple, pd.DataFrame]] = {}
+        self._cache: dict[str, tuple[tuple[Any, ...], pd.DataFrame]] = {}
 
     def names(self) -> list[str]:
         if not self.root.is_dir():
@@ -31,7 +32,7 @@ class HistoryTables:
         )
 
     @staticmethod
-    def _version(path: Path) -> tuple:
+    def _version(path: Path) -> tuple[Any, ...]:
         files = sorted(path.rglob("*.parquet"))
         return tuple((str(f), f.stat().st_mtime_ns) for f in files)
 

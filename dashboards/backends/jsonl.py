@@ -47,7 +47,7 @@ class JsonlBackend:
             return []
         return sorted(p for p in self.root.iterdir() if p.suffix in SUFFIXES and p.is_file())
 
-    def version(self) -> tuple:
+    def version(self) -> tuple[Any, ...]:
         out = []
         for path in self.files():
             try:

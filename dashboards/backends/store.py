@@ -11,6 +11,7 @@ downsampled load ``Metric`` samples; the newest :data:`EVENTS_LIMIT` are read).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -27,7 +28,7 @@ class StoreBackend:
         self.name = f"store:{self.path}"
         self.reader = StoreReader(self.path)
 
-    def version(self) -> tuple:
+    def version(self) -> tuple[Any, ...]:
         return self.reader.version()
 
     def load(self) -> dict[str, pd.DataFrame]:

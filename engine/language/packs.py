@@ -13,6 +13,7 @@ the YAML file (a query's own errors are translated from the query text to the fi
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,7 +168,7 @@ class Pack:
         raise KeyError(f"pack {self.name} has no query {name!r} (it has {', '.join(q.name for q in self.queries)})")
 
 
-def load_pack(path: str | Path) -> Pack:
+def load_pack(path: str | os.PathLike[str]) -> Pack:
     """Read and validate the pack file at ``path``; errors name ``path`` as given."""
     source = str(path)
     try:

@@ -283,8 +283,8 @@ def test_collectors_dead_letter_times_the_engine_rejects() -> None:
     from collectors.hadoop.deadletter import DeadLetterSink
     from collectors.hadoop.jhist import JhistJsonParser
     from engine import event_from_json
+    from tests.collectors.ganglia.helpers import DATA
     from tests.collectors.hadoop_testkit import sample
-    from tests.ganglia.helpers import DATA
 
     lines = sample("am_syslog").read_text().splitlines()
     i = next(k for k, line in enumerate(lines) if "Transitioned from INITED to SETUP" in line)

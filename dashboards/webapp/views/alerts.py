@@ -122,7 +122,7 @@ def _alertmanager_only(ctx: ui.Context, manager: pd.DataFrame | None) -> pd.Data
 
 def owner(row: dict[str, Any]) -> str:
     """The job an alert is about (its ``job_id`` label), or the Spark application (``app_id``)."""
-    labels = row.get("labels") if isinstance(row.get("labels"), dict) else {}
+    labels: Any = row.get("labels") if isinstance(row.get("labels"), dict) else {}
     return row.get("job_id") or labels.get("app_id") or NO_JOB
 
 
@@ -148,7 +148,7 @@ def target(row: dict[str, Any]) -> str:
     """What the alert is about: the job, and the reducer when the rule groups by it; a Spark application's stage
     (and executor)."""
     job = owner(row)
-    labels = row.get("labels") if isinstance(row.get("labels"), dict) else {}
+    labels: Any = row.get("labels") if isinstance(row.get("labels"), dict) else {}
     if not row.get("job_id") and labels.get("stage_id") is not None:
         executor = f" / executor `{labels['executor_id']}`" if labels.get("executor_id") else ""
         return f"`{job}` / stage `{labels['stage_id']}`{executor}"

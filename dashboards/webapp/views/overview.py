@@ -20,7 +20,7 @@ def render(ctx: ui.Context) -> None:
     std = load[load["type"] == "LoadStd"] if not load.empty else load
     imbalance = int((load["type"] == "Imbalance").sum()) if not load.empty else 0
 
-    cols = st.columns(5)
+    cols = list(st.columns(5))
     cols[0].metric("Jobs", int(matches["job_id"].nunique()) if not matches.empty else 0)
     cols[1].metric("Matches", len(matches))
     warn = int(open_alerts["severity"].isin(URGENT).sum()) if not open_alerts.empty else 0
@@ -65,7 +65,7 @@ def render(ctx: ui.Context) -> None:
     st.caption(
         f"{len(open_alerts)} open alert(s) in all; see the Alerts view for their evidence and to acknowledge them."
     )
-    cols = st.columns(3)
+    cols = list(st.columns(3))
     with cols[0]:
         ui.link(ctx, "alerts", "All alerts", icon=":material/notifications:")
     with cols[1]:

@@ -4,6 +4,8 @@ and resolved alerts."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from dashboards import charts, ui
@@ -20,7 +22,7 @@ def render(ctx: ui.Context) -> None:
     if stats.empty:
         st.info("No queries loaded and no matches.")
         return
-    cols = st.columns(5)
+    cols = list(st.columns(5))
     cols[0].metric("Queries", len(stats))
     cols[1].metric("Matches", int(stats["matches"].sum()))
     cols[2].metric("Runs alive", _total(stats, "runs_alive"))
@@ -36,7 +38,7 @@ def render(ctx: ui.Context) -> None:
     )
     live = data.service()
     if live:
-        cols = st.columns(4)
+        cols = list(st.columns(4))
         cols[0].metric("Events / s", ui.num(live.get("hcep_events_per_second"), "{:.0f}"))
         cols[1].metric("Consumer lag (messages)", ui.num(live.get("hcep_consumer_lag_messages"), "{:.0f}"))
         cols[2].metric("Watermark delay (s)", ui.num(live.get("hcep_watermark_delay_seconds")))
@@ -75,7 +77,7 @@ def rules(ctx: ui.Context, since: float | None, until: float | None) -> None:
     st.dataframe(table, hide_index=True, width="stretch", key="rules_table")
 
 
-def _total(stats, column: str) -> str | int:
+def _total(stats: Any, column: str) -> str | int:
     if column not in stats.columns or stats[column].isna().all():
         return "-"
     return int(stats[column].sum())

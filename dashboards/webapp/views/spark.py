@@ -41,7 +41,7 @@ def render(ctx: ui.Context) -> None:
         if not alerts.empty
         else alerts
     )
-    cols = st.columns(5)
+    cols = list(st.columns(5))
     cols[0].metric("Applications", len(apps))
     cols[1].metric("Stages", len(stages))
     cols[2].metric("Straggling tasks", int((straggling["kind"] == "slow task").sum()) if not straggling.empty else 0)
@@ -93,7 +93,7 @@ def render(ctx: ui.Context) -> None:
         )
         _table(straggling, "spark_stragglers")
 
-    cols = st.columns(2)
+    cols = list(st.columns(2))
     with cols[0]:
         st.subheader("Memory spill")
         spilled = stages[stages["memory_spill"].fillna(0) > 0] if not stages.empty else stages

@@ -22,7 +22,7 @@ def render(ctx: ui.Context) -> None:
     if table.empty:
         st.info("No straggling pulls (Q3 matches) in this window.")
         return
-    cols = st.columns(3)
+    cols = list(st.columns(3))
     worst = table.sort_values("ratio", ascending=False, na_position="last").iloc[0]
     cols[0].metric("Straggling pulls", len(table))
     cols[1].metric("Reducers affected", table["task_id"].nunique())
@@ -65,7 +65,7 @@ def render(ctx: ui.Context) -> None:
                 )
             if not found:
                 st.caption("(no matching lines in the log tree)")
-    cols = st.columns(2)
+    cols = list(st.columns(2))
     with cols[0]:
         ui.link(ctx, "jobs", f"Job {row['job_id']}", icon=":material/work:", job_detail=row["job_id"])
     with cols[1]:

@@ -1,6 +1,7 @@
 """How the conformance suite drives an evaluator: built as the registry says, fed a finite stream uninterrupted, fed
 through a snapshot/restore at a given point, fed out of order under a watermark, and its records compared with the
-brute-force references (``tests/reference.py``, ``tests/possible_worlds.py``, the trend oracle of ``tests/test_greta``).
+brute-force references (``tests/reference.py``, ``tests/possible_worlds.py``, the trend oracle of
+``tests/engine/test_greta``).
 
 Everything here goes through :class:`engine.evaluator.Evaluator` only.
 """
@@ -19,9 +20,9 @@ from engine.events import Event
 from engine.language import ast
 from engine.plan.compiler import CompiledQuery
 from engine.runtime.matcher import OutOfOrderError, sort_events
+from tests.engine.test_engine_vs_reference import _fmt_sig, _same_returns
 from tests.possible_worlds import possible_worlds
 from tests.reference import reference_any, reference_nfa
-from tests.test_engine_vs_reference import _fmt_sig, _same_returns
 
 TICK = 1.0
 

@@ -40,9 +40,9 @@ from engine.limits import Limits
 from engine.plan.compiler import compile_query
 from engine.runtime.matcher import sort_events
 from tests.engine.conformance import harness as h
+from tests.engine.test_greta import oracle, trend_cases
+from tests.engine.test_imprecise_vs_worlds import DISTINCT_QUERIES, QUERIES
 from tests.strategies import NOISE_TYPE, cases, interval_streams
-from tests.test_greta import oracle, trend_cases
-from tests.test_imprecise_vs_worlds import DISTINCT_QUERIES, QUERIES
 
 EXAMPLES = int(os.environ.get("HCEP_CONFORMANCE_EXAMPLES", "40"))
 CHECK = settings(

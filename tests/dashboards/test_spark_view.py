@@ -1,0 +1,111 @@
+"""The Spark view under Streamlit's AppTest on real Spark event logs with planted problems (``spark_fixture``), and
+``dashboards.spark``'s tables on their own: the same stage table from the pack's records as from the events alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dashboards import records, spark
+from tests.dashboards import spark_fixture
+from tests.dashboards.test_pages import frame_text, markdown, metrics, open_view
+from tests.queries.spark_pack.conftest import manifest
+
+
+@pytest.fixture(scope="module")
+def spark_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return spark_fixture.build(tmp_path_factory.mktemp("spark-data"))
+
+
+@pytest.fixture
+def spark_env(monkeypatch: pytest.MonkeyPatch, spark_dir: Path, tmp_path: Path) -> Path:
+    for name in ("STORE", "ARCHIVE", "LOGS", "PACK", "MORE_STORES", "MORE_PACKS"):
+        monkeypatch.delenv(f"HCEP_DASHBOARD_{name}", raising=False)
+    monkeypatch.setenv("HCEP_DASHBOARD_DATA", str(spark_dir))
+    monkeypatch.setenv("HCEP_DASHBOARD_REFRESH", "0")
+    monkeypatch.setenv("HCEP_DASHBOARD_ACKS", str(tmp_path / "acks.json"))
+    return spark_dir
+
+
+def _frames(spark_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    import json
+
+    rows = [
+        records.match_row(json.loads(line), "test")
+        for line in (spark_dir / "spark_matches.jsonl").read_text().splitlines()
+    ]
+    events = [
+        records.event_row(json.loads(line), i)
+        for i, line in enumerate((spark_dir / "spark_events.jsonl").read_text().splitlines())
+    ]
+    return records.matches_frame([r for r in rows if r]), records.events_frame([e for e in events if e])
+
+
+def test_stage_table_from_records_or_from_events_alone(spark_dir: Path) -> None:
+    matches, events = _frames(spark_dir)
+    from_records = spark.stages(matches, events.iloc[0:0])
+    from_events = spark.stages(matches.iloc[0:0], events)
+    assert len(from_records) == len(from_events) == sum(1 for t in events["type"] if t == "StageCompleted")
+    cols = ["app_id", "stage_id", "stage_attempt", "tasks", "task_max", "task_median", "skew", "memory_spill"]
+    key = ["app_id", "stage_id", "stage_attempt"]
+    pd.testing.assert_frame_equal(
+        from_records[cols].sort_values(key).reset_index(drop=True),
+        from_events[cols].sort_values(key).reset_index(drop=True),
+        check_dtype=False,
+    )
+    slow = spark_fixture.planted_stage("local", "slow")
+    top = from_records.iloc[0]
+    assert (top["app_id"], top["stage_id"]) == (manifest("local")["app_id"], slow) and top["skew"] > 10
+
+
+@pytest.mark.usefixtures("spark_env")
+def test_spark_view_shows_the_planted_problems() -> None:
+    at = open_view("spark")
+    assert not at.error
+    m = metrics(at)
+    assert m["Applications"] == "2" and int(m["Executors lost"]) >= 1
+    assert int(m["Open Spark alerts (warning or worse)"]) >= 8
+    text = markdown(at)
+    for rule in (
+        "StageSkew",
+        "TaskStraggler",
+        "StageSpill",
+        "StageGcPressure",
+        "ShuffleFetchStraggler",
+        "ExecutorLostInStage",
+        "StageRetried",
+    ):
+        assert f"**{rule}**" in text, rule
+    apps = frame_text(at, 0)
+    assert manifest("local")["app_id"] in apps and manifest("cluster")["app_id"] in apps
+
+
+@pytest.mark.usefixtures("spark_env")
+def test_spark_view_narrows_to_one_application() -> None:
+    app = manifest("local")["app_id"]
+    at = open_view("spark", app=app)
+    text = markdown(at)
+    assert "ShuffleFetchStraggler" not in text and "**StageSpill**" in text  # the cluster app's is gone
+    stages = at.dataframe[1].value
+    assert set(stages["app_id"]) == {app}
+    assert int(stages.iloc[0]["stage_id"]) == spark_fixture.planted_stage("local", "slow")  # most skewed first
+
+
+def test_spark_events_from_the_archive(spark_dir: Path, tmp_path: Path) -> None:
+    """An archive of Spark events only (no records): the Spark view's stage table is built from its StageCompleted
+    events, whose attributes the archive backend expands."""
+    import json
+
+    from app.spark.archive import ArchiveWriter
+    from dashboards.backends.archive import ArchiveBackend
+
+    events = [json.loads(line) for line in (spark_dir / "spark_events.jsonl").read_text().splitlines()]
+    with ArchiveWriter(tmp_path / "archive", tick=0.001) as writer:
+        writer.add_events(events)
+    loaded = ArchiveBackend(tmp_path / "archive").load()
+    table = spark.stages(loaded["matches"], loaded["events"])
+    matches, frame = _frames(spark_dir)
+    assert len(table) == len(spark.stages(matches, frame)) > 0
+    assert set(table["app_id"]) == {manifest("local")["app_id"], manifest("cluster")["app_id"]}
