@@ -42,7 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "tests" / "collectors" / "samples"
-GANGLIA = ROOT / "tests" / "ganglia" / "data"
+GANGLIA = ROOT / "tests" / "collectors" / "ganglia" / "data"
 QUERIES = ROOT / "queries"
 
 

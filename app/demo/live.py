@@ -673,24 +673,19 @@ def _answers(url: str) -> bool:
 
 def _pack_settings(pack: Path) -> dict[str, Any]:
     """What the demo needs of the pack: ``imbalance_threshold`` (``settings``, default 1.0; the Ganglia collector
-    applies it) and the names of the ``webhooks`` its alert rules use (all routed to the demo's receiver)."""
-    import yaml
+    applies it) and the names of the ``webhooks`` its alert rules use (all routed to the demo's receiver).  Read with
+    the engine's one pack loader; a pack it rejects gets the defaults here (``hcep run`` reports it)."""
+    from engine.language.ast import QueryError
+    from engine.language.packs import PackError, load_pack
 
     out: dict[str, Any] = {"imbalance_threshold": 1.0, "webhooks": {"ops"}}
     try:
-        data = yaml.safe_load(pack.read_text(encoding="utf-8")) or {}
-        out["imbalance_threshold"] = float((data.get("settings") or {}).get("imbalance_threshold", 1.0))
-        names = {
-            str(rule["webhook"]) for rule in data.get("alerts") or [] if isinstance(rule, dict) and rule.get("webhook")
-        }
-        names |= {
-            str(q["alert"]["webhook"])
-            for q in data.get("queries") or []  # the older per-query shorthand
-            if isinstance(q, dict) and isinstance(q.get("alert"), dict) and q["alert"].get("webhook")
-        }
-        out["webhooks"] = names or out["webhooks"]
-    except (OSError, ValueError, TypeError, AttributeError, KeyError, yaml.YAMLError):
-        pass  # hcep run reports a bad pack itself
+        loaded = load_pack(pack)
+        out["imbalance_threshold"] = float(loaded.settings.get("imbalance_threshold", 1.0))
+    except (OSError, ValueError, TypeError, PackError, QueryError):
+        return out
+    names = {rule.webhook for rule in loaded.rules() if rule.webhook}
+    out["webhooks"] = names or out["webhooks"]
     return out
 
 

@@ -220,7 +220,7 @@ def test_collect_ganglia_rrd_publishes_keyed_by_host(kafka_broker: Broker, prefi
 
 def test_collect_ganglia_gmond_poll_publishes(kafka_broker: Broker, prefix: str, tmp_path: Path) -> None:
     """The demo's command line: ``hcep collect ganglia --gmond HOST:PORT --interval S --kafka HOST:PORT``."""
-    doc = (ROOT / "tests" / "ganglia" / "data" / "gmond_cluster.xml").read_bytes()
+    doc = (ROOT / "tests" / "collectors" / "ganglia" / "data" / "gmond_cluster.xml").read_bytes()
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)

@@ -141,7 +141,7 @@ def test_archive_in_archive_out(spark, generated: Path, tmp_path: Path, capsys) 
 def test_raw_logs_through_the_collectors(spark, tmp_path: Path, capsys) -> None:
     pytest.importorskip("collectors.hadoop.collect")
     raw = ROOT / "tests" / "collectors" / "samples"
-    xml = ROOT / "tests" / "ganglia" / "data" / "gmond_cluster.xml"
+    xml = ROOT / "tests" / "collectors" / "ganglia" / "data" / "gmond_cluster.xml"
     from app.spark.events import raw_to_jsonl
 
     converted = Path(raw_to_jsonl([str(raw), str(xml)], str(tmp_path)))
