@@ -127,11 +127,11 @@ def test_crashes_at_random_points_lose_and_repeat_nothing(
         svc.start()
         try:
             drive(svc, publish, hook=crasher.turn)
+            svc.finish()  # the stream ended before this crash point: a clean stop (its last checkpoint may crash)
         except Crash:
             crashes += 1
             svc.crash()
             continue
-        svc.finish()  # the stream ended before this crash point: a clean stop
         svc.close()
         break
     else:
