@@ -124,6 +124,9 @@ class Alertmanager:
             resp = self.session.request(method, url, params=params, json=body, timeout=self.timeout)
         except requests.RequestException as err:
             raise AlertmanagerError(f"{method} {url}: cannot reach Alertmanager ({_reason(err)})") from None
+        except ValueError as err:  # a malformed answer requests does not wrap (a redirect to undecodable bytes)
+            text = str(err).splitlines()[0][:200] if str(err) else ""
+            raise AlertmanagerError(f"{method} {url}: a malformed answer ({type(err).__name__}: {text})") from None
         if not 200 <= resp.status_code < 300:
             detail = " ".join(resp.text.split())[:300] or resp.reason or "no body"
             raise AlertmanagerError(f"{method} {url}: HTTP {resp.status_code}: {detail}", resp.status_code)
@@ -133,7 +136,7 @@ class Alertmanager:
         resp = self._request(method, path, **kw)
         try:
             data = resp.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the parser goes
             snippet = " ".join(resp.text.split())[:120]
             raise AlertmanagerError(
                 f"{method} {self.url}{path}: the answer is not JSON, so not Alertmanager's v2 API: {snippet!r}",
