@@ -298,3 +298,94 @@ def test_disk_full_on_the_store_waits_and_resumes_losing_nothing(
     got = _tally("alert transitions received", receiver.alert_ids(), expected)
     assert rec["lost"] == rec["extra"] == out["lost"] == out["extra"] == 0, (rec, out)
     assert got["lost"] == got["extra"] == got["duplicates"] == 0, got
+
+
+# ------------------------------------------------------------------------------------------------ receiver outage
+@pytest.mark.slow
+def test_webhook_receiver_down_for_two_minutes_delivers_everything_after(
+    kafka_broker: Broker, receiver: Receiver, prefix: str, tmp_path: Path
+) -> None:
+    """The webhook receiver is away for two minutes of wall time while the stream goes on -- answering 503 for the
+    first, not listening at all (connections refused) for the second -- under the default back-off (0.5 s doubling
+    to 30 s, ``--alert-max-backoff``'s default): the outbox never gives up on an alert, keeps retrying at least every
+    30 s, and once the receiver is back delivers every transition of an uninterrupted run within one back-off cap,
+    none twice."""
+    from app.store import Store, store_path
+    from app.stream.config import ServiceConfig
+
+    cap = ServiceConfig(pack="", bootstrap="").alert_max_backoff
+    assert cap == 30.0  # the default is what this test exercises
+    bootstrap = kafka_broker.bootstrap
+    hadoop, ganglia = hadoop_and_ganglia(jobs=6, seed=9)
+    events = hadoop + ganglia
+    expected = expected_alerts(PACK, events)
+    merged = _merged(hadoop, ganglia)
+    third = len(merged) // 3
+    parts = [merged[:third], merged[third : 2 * third], merged[2 * third :]]
+
+    def publish(part: list[tuple[str, dict]], chunks: int, pause: float) -> None:
+        hadoop_part = [e for s, e in part if s == "hadoop"]
+        ganglia_part = [e for s, e in part if s == "ganglia"]
+        publish_in_chunks(bootstrap, prefix, hadoop_part, ganglia_part, chunks=chunks, pause=pause)
+
+    _ensure(bootstrap, prefix)
+    data = tmp_path / "data"
+    port = free_port()
+    cmd = run_command(
+        bootstrap,
+        PACK,
+        data,
+        topics=f"{prefix}.hadoop",
+        broadcast=f"{prefix}.ganglia",
+        group=prefix,
+        webhook=receiver.url,
+        metrics_port=port,
+    )
+    log = tmp_path / "run.log"
+    store_file = store_path(str(data))
+    receiver.fail = True  # down from the start: 503
+    proc = start_service(cmd, log)
+    try:
+        publish(parts[0], 1, 0)
+        wait_until(
+            lambda: os.path.exists(store_file) and len(_store_counts(store_file)[1]) > 0,
+            60,
+            f"alerts committed while the receiver is down (log: {log})",
+        )
+        down_at = time.monotonic()
+        publish(parts[1], 6, 8.0)  # the stream goes on during the outage (~50 s)
+        time.sleep(max(0.0, down_at + 60 - time.monotonic()))
+        receiver.down()  # the second minute: nobody listens
+        time.sleep(60)
+        outage = time.monotonic() - down_at
+        first_rows = Store(store_file).alert_rows()
+        assert receiver.alert_ids() == [] and first_rows, "nothing can have been delivered yet"
+        failed = scrape(port).get('hcep_alert_deliveries_total{result="failed"}', 0)
+        receiver.fail = False
+        receiver.up()
+        back_at = time.monotonic()
+        publish(parts[2], 2, 1.0)
+        wait_until(
+            lambda: {a["id"] for a in first_rows} <= set(receiver.alert_ids()),
+            cap + 15,
+            f"the alerts of the outage within one back-off cap of the receiver's return (log: {log})",
+        )
+        caught_up = time.monotonic() - back_at
+        wait_until(lambda: set(receiver.alert_ids()) >= set(expected), 90, f"all expected alerts (log: {log})")
+        time.sleep(1.0)
+    finally:
+        stop_services([proc], timeout=20)
+    rows = Store(store_file).alert_rows()
+    attempts = {a["id"]: a["attempts"] for a in rows}
+    oldest = max(attempts[a["id"]] for a in first_rows)
+    # An alert that failed is due again within the cap, and so is its receiver; the sender looks every second: one
+    # try at least every cap + 1 seconds through the outage, and the delivery (attempts counts it too).
+    lower = int(outage // (cap + 1)) + 1
+    print(
+        f"\noutage {outage:.0f} s; {len(first_rows)} transitions committed before it ended; failed delivery attempts "
+        f"{failed:.0f}; the most tried {oldest} times; all delivered {caught_up:.1f} s after the receiver came back"
+    )
+    got = _tally("alert transitions received", receiver.alert_ids(), expected)
+    assert got["lost"] == got["extra"] == got["duplicates"] == 0, got
+    assert all(a["status"] == "delivered" for a in rows), "an alert still pending: the outbox gave up"
+    assert oldest >= lower, f"retries stopped or slowed beyond the cap: {oldest} tries in {outage:.0f} s (>= {lower})"
