@@ -245,6 +245,55 @@ def test_a_2xx_answer_with_a_broken_body_is_delivered(reply: bytes) -> None:
     post(Webhook("ops", f"http://127.0.0.1:{port}/hook"), [_alert()], timeout=2.0)
 
 
+def _serve_any(reply: bytes) -> int:
+    """One connection answered with ``reply`` whatever the request (a GET has no body)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            conn.settimeout(2)
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                buf += conn.recv(65536)
+            head, _, body = buf.partition(b"\r\n\r\n")
+            length = [ln for ln in head.lower().split(b"\r\n") if ln.startswith(b"content-length:")]
+            need = int(length[0].split(b":")[1]) if length else 0
+            while len(body) < need:
+                body += conn.recv(65536)
+            conn.sendall(reply)
+        srv.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        # requests decodes a redirect's Location as UTF-8: UnicodeDecodeError escaped the client untyped
+        (b"HTTP/1.1 302 Found\r\nLocation: \x83/x\r\nContent-Length: 0\r\n\r\n", "malformed answer"),
+        # JSON nested past the parser's recursion limit: RecursionError, not a ValueError
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + b"[" * 5000, "not JSON"),
+    ],
+)
+def test_malformed_alertmanager_answers_are_alertmanager_errors(reply: bytes, says: str) -> None:
+    """The Alertmanager client's documented error is AlertmanagerError naming the method and URL; the sender thread
+    handles only that (the fuzz target ``alertmanager``)."""
+    from app.alerts.alertmanager import Alertmanager, AlertmanagerError
+
+    port = _serve_any(reply)
+    client = Alertmanager(f"http://127.0.0.1:{port}", timeout=2.0)
+    try:
+        with pytest.raises(AlertmanagerError, match=says) as err:
+            client.alerts()
+    finally:
+        client.close()
+    assert str(err.value).startswith(f"GET http://127.0.0.1:{port}/api/v2/alerts: ")
+
+
 # ------------------------------------------------------------------ the Parquet archive
 
 
