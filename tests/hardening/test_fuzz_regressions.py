@@ -275,6 +275,8 @@ def _serve_any(reply: bytes) -> int:
     [
         # requests decodes a redirect's Location as UTF-8: UnicodeDecodeError escaped the client untyped
         (b"HTTP/1.1 302 Found\r\nLocation: \x83/x\r\nContent-Length: 0\r\n\r\n", "malformed answer"),
+        # an answer that is not HTTP: it did answer, so not "cannot reach Alertmanager"
+        (b"garbage\r\n\r\n", "a malformed answer"),
         # JSON nested past the parser's recursion limit: RecursionError, not a ValueError
         (b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + b"[" * 5000, "not JSON"),
     ],
