@@ -37,12 +37,17 @@ CRASH_LINE = re.compile(r"HCEP_TEST_CRASH_AT: kill -9 at checkpoint:(\d+) \(([^)
 
 
 def _store_counts(store_file: str) -> tuple[list[str], list[str], str]:
-    """``(match ids, outbox alert ids, integrity_check)`` of a store, read over a connection of our own."""
+    """``(match ids, outbox alert ids, integrity_check)`` of a store, read over a connection of our own (nothing
+    while the service has yet to create its tables)."""
     db = sqlite3.connect(f"file:{store_file}?mode=ro", uri=True, timeout=30)
     try:
         matches = [r[0] for r in db.execute("SELECT id FROM matches")]
         alerts = [r[0] for r in db.execute("SELECT id FROM alerts")]
         check = db.execute("PRAGMA integrity_check").fetchone()[0]
+    except sqlite3.OperationalError as err:
+        if "no such table" not in str(err):
+            raise
+        return [], [], "no tables yet"
     finally:
         db.close()
     return matches, alerts, check
