@@ -45,6 +45,25 @@ def test_an_unhashable_partition_value_is_a_partition_not_a_crash() -> None:
     match_events(trend, events)
 
 
+def test_one_event_id_twice_in_a_kleene_binding_is_no_crash() -> None:
+    """Two elements of a Kleene binding with the same interval and id (a line twice in a mutated file) tied on the
+    sort key of the record's id list, and sorting went on to compare the Events: TypeError out of ``hcep match``."""
+    from engine.plan.predicates import KleeneCell
+    from engine.runtime.matcher import _kleene_ids
+
+    twice = [Event("B", 104.0, {"v": 1}, id="p4", seq=1), Event("B", 104.0, {"v": 1}, id="p4", seq=2)]
+    cell = None
+    for ev in [
+        Event("B", 100.0, {}, id="p0", seq=0),
+        *twice,
+        Event("B", 104.0, {}, seq=3),
+    ]:  # and one without an id: "3"
+        cell = KleeneCell(ev, cell, ())
+    assert cell is not None
+    ids, lo, hi = _kleene_ids(cell)  # built from scratch (no cache along the chain)
+    assert ids == ["p0", "3", "p4", "p4"] and (lo, hi) == (100.0, 104.0)
+
+
 def test_arithmetic_beyond_floats_and_on_strings_is_unknown() -> None:
     """``10**400 / 3`` raised OverflowError out of a predicate; ``"ab" * n`` built strings of any size."""
     events = [
