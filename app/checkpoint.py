@@ -43,6 +43,12 @@ its previous owner had already reported (not the case in the Hadoop pack, whose 
 singleton).  Across hosts (separate stores) a rebalance hands over the offsets through Kafka's commit metadata, and
 records the previous owner committed may be alerted again (at least once).
 
+**A full disk** is not a crash: the checkpoint transaction fails whole (SQLite rolls it back), nothing after it runs
+(no Kafka commit, no hand-over to the senders), its outputs stay pending, and the loop retries it until the store
+takes it (:meth:`app.stream.loop.Service.checkpoint`).  Stopped or killed meanwhile, the process restarts from the
+previous checkpoint, as above.  The kill -9 points of the tests (``HCEP_TEST_CRASH_AT``, :mod:`app.testhooks`) lie
+between the transaction's statements.
+
 **Load shedding** (a pack's ``settings.shedding``, :mod:`app.pack_runner`) is the one deliberate exception to "no
 lost alerts": past the latency bound, partial matches are dropped.  Replays never shed, so a rebuilt engine may hold a
 run the killed process had shed and report its (true) match.  ``hcep run --no-shedding`` catches up without loss.

@@ -233,6 +233,19 @@ class GroupConsumer(_Consumer):
     def partitions(self, topic: str) -> set[int]:
         return set(self._c.partitions_for_topic(topic) or ())
 
+    def poll(self, timeout: float, max_records: int | None = None) -> list[Record]:
+        """As :meth:`_Consumer.poll`; a join that kafka-python completes for a generation it has meanwhile reset
+        (a rejoin racing a join in flight, seen after a broker restart: ``AssertionError: Coordinator selected invalid
+        assignment protocol: None`` out of ``poll``, which ended ``hcep run``) is logged and joined again."""
+        try:
+            return super().poll(timeout, max_records)
+        except AssertionError as err:
+            if "invalid assignment protocol" not in str(err):
+                raise
+            log.warning("group join completed without a generation (%s): joining the group again", err)
+            self.rejoin()
+            return []
+
     def rejoin(self) -> None:
         """A new round of assignment at the next poll: leave the group and subscribe again (public calls only; the
         listener sees the usual revoke-then-assign around the rejoin)."""

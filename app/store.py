@@ -12,6 +12,7 @@ of event time and at most about ``events_max_rows`` rows (the oldest go first).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.testhooks import crash_point
 from contracts.schema import (
     MIGRATIONS,
     SCHEMA,
@@ -49,6 +51,7 @@ __all__ = [
     "OffsetRow",
     "Store",
     "store_path",
+    "unwritable",
 ]
 
 STATS_RETENTION = 7 * 86400.0  # seconds of query_stats kept
@@ -67,6 +70,32 @@ class Batch:
     checkpoint: CheckpointRow | None
     events: Sequence[EventRow] = field(default_factory=list)
     alert_state: AlertStateRow | None = None
+
+
+def unwritable(err: BaseException) -> str | None:
+    """The cause, when ``err`` says that the store (or a file beside it) cannot be written for now: ``disk full``
+    (SQLITE_FULL, ENOSPC), ``quota exceeded`` (EDQUOT) or ``I/O error`` (SQLITE_IOERR_*, EIO).  The writer waits and
+    retries: nothing is lost, a failed transaction is rolled back whole.  None for anything else (a bug, a corrupt
+    file): that is raised."""
+    if isinstance(err, sqlite3.Error):
+        code = getattr(err, "sqlite_errorcode", None)
+        if code is None:
+            return "disk full" if "disk is full" in str(err) else None
+        if code & 0xFF == sqlite3.SQLITE_FULL:
+            return "disk full"
+        if code & 0xFF == sqlite3.SQLITE_IOERR:
+            return "I/O error"
+        return None
+    if isinstance(err, OSError):
+        return {errno.ENOSPC: "disk full", errno.EDQUOT: "quota exceeded", errno.EIO: "I/O error"}.get(err.errno or 0)
+    return None
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    """Roll back the transaction the caller began, if SQLite has not already: on SQLITE_FULL and most I/O errors it
+    rolls back by itself, and a ROLLBACK then would raise over the real error."""
+    if db.in_transaction:
+        db.execute("ROLLBACK")
 
 
 def store_path(data_dir: str) -> str:
@@ -117,7 +146,7 @@ class Store:
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _rollback(db)
             raise
 
     def schema_version(self) -> int:
@@ -129,12 +158,14 @@ class Store:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
+            crash_point("checkpoint", "after BEGIN")
             if batch.matches:
                 db.executemany(
                     'INSERT OR IGNORE INTO matches (id, query, pack, confidence, start, "end", record, emitted_at,'
                     " instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     batch.matches,
                 )
+                crash_point("checkpoint", "after matches")
             new_alerts = 0
             if batch.alerts:
                 before = db.total_changes
@@ -144,14 +175,17 @@ class Store:
                     batch.alerts,
                 )
                 new_alerts = db.total_changes - before
+                crash_point("checkpoint", "after alerts")
             if batch.deadletters:
                 db.executemany(
                     'INSERT OR IGNORE INTO deadletter (topic, partition, "offset", idx, reason, event, at)'
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     batch.deadletters,
                 )
+                crash_point("checkpoint", "after dead letters")
             if batch.events:
                 self._add_events(batch.events)
+                crash_point("checkpoint", "after events")
             now = time.time()
             for o in batch.offsets:
                 db.execute(
@@ -169,12 +203,14 @@ class Store:
                         now,
                     ),
                 )
+            crash_point("checkpoint", "after offsets")
             if batch.alert_state is not None:
                 scope, state, owner = batch.alert_state
                 db.execute(
                     "INSERT OR REPLACE INTO alert_state (scope, state, updated_at, owner) VALUES (?, ?, ?, ?)",
                     (scope, state, now, owner),
                 )
+            crash_point("checkpoint", "after alert state")
             c = batch.checkpoint
             if c is not None:
                 db.execute(
@@ -182,9 +218,10 @@ class Store:
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     (c.scope, c.seq, json.dumps(c.released), _finite(c.horizon), json.dumps(c.assignment), now),
                 )
+            crash_point("checkpoint", "before COMMIT")
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _rollback(db)
             raise
         return new_alerts
 
@@ -235,7 +272,7 @@ class Store:
                 self.db.execute("DELETE FROM alert_state WHERE scope = ?", (scope,))
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            _rollback(self.db)
             raise
         return [json.loads(state) for _scope, state in rows]
 
@@ -295,7 +332,7 @@ class Store:
             )
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            _rollback(self.db)
             raise
         return cur.rowcount
 
@@ -311,7 +348,7 @@ class Store:
             self.db.executemany(sql, rows)
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            _rollback(self.db)
             raise
 
     def mark_delivered(self, ids: Sequence[str], now: float) -> None:

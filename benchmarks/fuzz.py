@@ -590,6 +590,96 @@ def check_webhook(data: bytes) -> None:
         post(Webhook("ops", f"http://127.0.0.1:{_WEBHOOK['port']}/hook"), [alert], timeout=1.5)
 
 
+# -- Alertmanager API answers --------------------------------------------------------------------------------------
+
+
+def _alertmanager_setup() -> None:
+    """The webhook target's answering server; the sender's back-off warnings are not findings: silenced."""
+    import logging
+
+    _webhook_setup()
+    logging.getLogger("app.alerts.alertmanager").setLevel(logging.CRITICAL)
+
+
+_AM_CALLS = ("ready", "status", "alerts", "groups", "silences", "create_silence", "expire_silence", "sender")
+
+
+def _alertmanager_seeds() -> list[bytes]:
+    def ok(body: bytes, status: bytes = b"200 OK") -> bytes:
+        head = b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (status, len(body))
+        return head + body
+
+    alert = (
+        b'{"labels": {"alertname": "Q1", "job_id": "j1"}, "annotations": {"summary": "s"}, "startsAt": '
+        b'"2023-11-14T22:13:20Z", "endsAt": "2023-11-14T23:13:20Z", "fingerprint": "abc", "receivers": [{"name": '
+        b'"ops"}], "status": {"state": "active", "silencedBy": [], "inhibitedBy": []}, "updatedAt": '
+        b'"2023-11-14T22:13:21Z", "generatorURL": ""}'
+    )
+    return [
+        ok(b"OK"),
+        ok(
+            b'{"cluster": {"name": "x", "peers": [], "status": "ready"}, "config": {"original": "route: {}"}, '
+            b'"uptime": "2023-11-14T22:13:20Z", "versionInfo": {"version": "0.27.0"}}'
+        ),
+        ok(b"[" + alert + b"]"),
+        ok(b'[{"labels": {"job_id": "j1"}, "receiver": {"name": "ops"}, "alerts": [' + alert + b"]}]"),
+        ok(
+            b'[{"id": "s1", "matchers": [{"name": "job_id", "value": "j1", "isRegex": false, "isEqual": true}], '
+            b'"startsAt": "2023-11-14T22:13:20Z", "endsAt": "2023-11-14T23:13:20Z", "createdBy": "hcep", '
+            b'"comment": "c", "status": {"state": "active"}, "updatedAt": "2023-11-14T22:13:20Z"}]'
+        ),
+        ok(b'{"silenceID": "7a7b1e4c-0f0e-4b7e-9a57-4e5f3c2d1b0a"}'),
+        ok(b"", b"200 OK"),
+        ok(b'{"code": 400, "message": "start time must be before end time"}', b"400 Bad Request"),
+        ok(b"[]", b"503 Service Unavailable"),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n[]\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n[]{}",
+        b"HTTP/1.1 302 Found\r\nLocation: /api/v2/alerts\r\nContent-Length: 0\r\n\r\n",
+        b"",
+    ]
+
+
+def check_alertmanager(data: bytes) -> None:
+    """The Alertmanager client (``app.alerts.alertmanager``) over whatever the server answers: one API call per
+    input (chosen by checksum) raises only AlertmanagerError, with the method and the URL in its message, and
+    returns the documented shape; ``ready`` never raises; the sender's round (``post_alerts`` with retry and
+    back-off) never raises and counts the alert as delivered, failed or rejected."""
+    from app.alerts.alertmanager import Alertmanager, AlertmanagerError, AlertmanagerSender
+    from contracts.alerts import Alert
+
+    _WEBHOOK["reply"] = data
+    url = f"http://127.0.0.1:{_WEBHOOK['port']}"
+    client = Alertmanager(url, timeout=1.5, connect_timeout=1.0)
+    call = _AM_CALLS[zlib.crc32(data) % len(_AM_CALLS)]
+    try:
+        if call == "ready":
+            assert isinstance(client.ready(), bool)
+        elif call == "sender":
+            results: list[str] = []
+            sender = AlertmanagerSender(client, on_result=lambda status, n: results.append(status))
+            sender.submit([Alert({"alertname": "Q1", "job_id": "j1"}, {"summary": "s"}, 1.7e9)])
+            wait = sender._round()
+            assert len(results) == 1 and results[0] in ("delivered", "failed", "rejected"), results
+            assert math.isfinite(wait) and wait >= 0, wait
+        else:
+            try:
+                if call == "status":
+                    assert isinstance(client.status(), dict)
+                elif call in ("alerts", "groups", "silences"):
+                    answer = getattr(client, call)(filter={"job_id": "j1"})
+                    assert isinstance(answer, list)
+                elif call == "create_silence":
+                    assert isinstance(client.create_silence({"job_id": "j1"}), str)
+                else:
+                    client.expire_silence("s1")
+            except AlertmanagerError as err:
+                text = str(err)
+                assert url in text and text.split(" ", 1)[0] in ("GET", "POST", "DELETE"), text
+                assert "\n" not in text, text
+    finally:
+        client.close()
+
+
 # -- archive Parquet ----------------------------------------------------------------------------------------------
 
 _ARCHIVE: list[Path] = []
@@ -684,6 +774,14 @@ TARGETS: dict[str, Target] = {
             check_webhook,
             max_len=2048,
             setup=_webhook_setup,
+        ),
+        Target(
+            "alertmanager",
+            "Alertmanager API answers to app.alerts.alertmanager's client and sender",
+            _alertmanager_seeds,
+            check_alertmanager,
+            max_len=2048,
+            setup=_alertmanager_setup,
         ),
         Target(
             "archive",
@@ -857,7 +955,8 @@ def run_atheris(target: Target, runs: int, seed: int, timeout: float, out: Path,
                 os._exit(1 if camp.findings else 0)
 
     with atheris.instrument_imports(include=["engine", "collectors", "app"]):
-        import app.alerts.webhook  # noqa: F401 - instrumented for coverage
+        import app.alerts.alertmanager  # noqa: F401 - instrumented for coverage
+        import app.alerts.webhook  # noqa: F401
         import app.commands.match  # noqa: F401
         import app.service  # noqa: F401
         import app.spark.archive  # noqa: F401

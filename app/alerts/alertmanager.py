@@ -73,6 +73,16 @@ def _reason(err: requests.RequestException) -> str:
     return text.splitlines()[0][:200] if text else type(err).__name__
 
 
+def _malformed(err: requests.RequestException) -> bool:
+    """Did the server answer, with a broken status line, head or body (rather than not answer)?"""
+    if isinstance(err, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)):
+        return True
+    text = str(err)
+    return any(
+        k in text for k in ("BadStatusLine", "IncompleteRead", "LineTooLong", "UnknownProtocol", "InvalidHeader")
+    )
+
+
 def _matchers(filter: Matchers) -> list[str]:  # noqa: A002 - Alertmanager's parameter name
     """``{"job_id": "j1"}`` -> ``['job_id="j1"']``; strings are passed on as Alertmanager matchers."""
     if filter is None:
@@ -123,7 +133,12 @@ class Alertmanager:
         try:
             resp = self.session.request(method, url, params=params, json=body, timeout=self.timeout)
         except requests.RequestException as err:
+            if _malformed(err):  # it answered, with something that is not HTTP (found by fuzzing)
+                raise AlertmanagerError(f"{method} {url}: a malformed answer ({_reason(err)})") from None
             raise AlertmanagerError(f"{method} {url}: cannot reach Alertmanager ({_reason(err)})") from None
+        except ValueError as err:  # a malformed answer requests does not wrap (a redirect to undecodable bytes)
+            text = str(err).splitlines()[0][:200] if str(err) else ""
+            raise AlertmanagerError(f"{method} {url}: a malformed answer ({type(err).__name__}: {text})") from None
         if not 200 <= resp.status_code < 300:
             detail = " ".join(resp.text.split())[:300] or resp.reason or "no body"
             raise AlertmanagerError(f"{method} {url}: HTTP {resp.status_code}: {detail}", resp.status_code)
@@ -133,7 +148,7 @@ class Alertmanager:
         resp = self._request(method, path, **kw)
         try:
             data = resp.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the parser goes
             snippet = " ".join(resp.text.split())[:120]
             raise AlertmanagerError(
                 f"{method} {self.url}{path}: the answer is not JSON, so not Alertmanager's v2 API: {snippet!r}",

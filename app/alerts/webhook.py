@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import random
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -163,6 +164,7 @@ class AlertSender(threading.Thread):
         self.wake = threading.Event()
         self.stopping = threading.Event()
         self.down: dict[str, tuple[int, float]] = {}  # webhook -> (consecutive failures, retry not before)
+        self._unmarked: list[str] = []  # outbox ids delivered but not yet marked (the store was full)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -184,12 +186,34 @@ class AlertSender(threading.Thread):
             store.close()
 
     def run(self) -> None:
-        from app.store import Store
+        from app.store import Store, unwritable
 
         store = Store(self.store_path)
+        blocked = 0  # rounds failed in a row because the store cannot be written
         try:
             while not self.stopping.is_set():
-                sent_any = self._round(store)
+                try:
+                    sent_any = self._round(store)
+                except (sqlite3.Error, OSError) as err:  # a full disk: the outbox waits, this thread stays
+                    cause = unwritable(err)
+                    if cause is None:
+                        raise
+                    blocked += 1
+                    self.on_result("store_error", 1)
+                    if blocked == 1:
+                        log.error(
+                            "store %s: the alert outbox cannot be written (%s: %s); delivery waits for it (an alert "
+                            "already delivered is marked then, not sent again)",
+                            self.store_path,
+                            cause,
+                            err,
+                        )
+                    self.wake.wait(min(self.max_delay, 2.0))
+                    self.wake.clear()
+                    continue
+                if blocked:
+                    log.warning("store %s: the alert outbox is writable again", self.store_path)
+                    blocked = 0
                 if sent_any:
                     continue
                 nxt = store.next_due(self.owner)
@@ -200,6 +224,9 @@ class AlertSender(threading.Thread):
             store.close()
 
     def _round(self, store: Any) -> bool:
+        if self._unmarked:  # delivered while the store could not record it: record it before anything else
+            store.mark_delivered(self._unmarked, time.time())
+            self._unmarked = []
         now = time.time()
         if now - self.last_heartbeat >= 1.0:
             store.heartbeat(self.owner, now)
@@ -250,7 +277,11 @@ class AlertSender(threading.Thread):
                     log.info("webhook %s: delivering again", name)
                     failures = 0
                     self.down.pop(name, None)
-                store.mark_delivered(ids, time.time())
                 self.on_result("delivered", len(ids))
+                try:
+                    store.mark_delivered(ids, time.time())
+                except (sqlite3.Error, OSError):
+                    self._unmarked.extend(ids)  # marked by the next round that can write: never sent twice
+                    raise
                 progressed = True
         return progressed

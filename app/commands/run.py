@@ -14,6 +14,7 @@ import argparse
 import logging
 import math
 import os
+import sqlite3
 import sys
 from typing import Any
 
@@ -327,6 +328,14 @@ def main(argv: list[str] | None = None) -> int:
     except CommandError as err:
         print(str(err).splitlines()[0], file=sys.stderr)
         return 2
+    except (sqlite3.Error, OSError) as err:  # the store cannot even be opened (a full disk at start)
+        from app.store import store_path, unwritable
+
+        cause = unwritable(err)
+        if cause is None:
+            raise
+        print(f"hcep run: store {store_path(args.data_dir)}: cannot be written ({cause}: {err})", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ they serve lag monitoring and hand-over to another host, the local store is what
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,12 +17,15 @@ from typing import Any
 
 from app.checkpoint import offset_metadata
 from app.metrics import Registry
-from app.store import Batch, Store
+from app.store import Batch, Store, unwritable
 from app.stream.config import RECORDS_PER_CHECKPOINT, ServiceConfig, Tp
 from app.stream.epochs import Epoch, instance_scope, scope
 from app.stream.outputs import Outputs
 from app.stream.source import Source
+from app.testhooks import crash_point
 from contracts.schema import AlertStateRow, CheckpointRow, OffsetRow
+
+log = logging.getLogger("hcep.run")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +101,9 @@ class Checkpointer:
             alert_state=AlertStateRow(me, json.dumps(alert_state(), default=str), cfg.instance),
         )
         new_alerts = self.store.commit(batch)
+        crash_point("checkpoint", "committed, outputs not yet handed on")
         if outputs.dead_lines:
-            with open(self.deadletter_path, "a", encoding="utf-8") as f:
-                f.write("\n".join(outputs.dead_lines) + "\n")
+            self._write_dead_lines(outputs.dead_lines)
         m = self.metrics
         for r in outputs.records:
             m.inc("hcep_matches_total", 1, {"query": r.query})
@@ -114,3 +118,21 @@ class Checkpointer:
         m.inc("hcep_checkpoints_total")
         m.set("hcep_checkpoint_duration_seconds", time.monotonic() - t0)
         return done
+
+    def _write_dead_lines(self, lines: list[str]) -> None:
+        """Append to ``deadletter.jsonl``, a copy for people: the store's ``deadletter`` table (committed) is what
+        counts, so a full disk here costs the copy its lines (logged and counted), never the checkpoint."""
+        try:
+            with open(self.deadletter_path, "a", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+        except OSError as err:
+            cause = unwritable(err)
+            if cause is None:
+                raise
+            self.metrics.inc("hcep_store_write_errors_total", 1, {"cause": cause, "what": "deadletter.jsonl"})
+            log.error(
+                "%s: %d dead letter line(s) not written (%s); the store's deadletter table has them",
+                self.deadletter_path,
+                len(lines),
+                cause,
+            )

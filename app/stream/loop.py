@@ -19,6 +19,7 @@ import gc
 import logging
 import math
 import signal
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -28,7 +29,7 @@ from app.alerts.rules import AlertEngine
 from app.alerts.webhook import AlertSender
 from app.metrics import MetricsServer, Registry
 from app.pack_runner import PackRunner
-from app.store import Store, store_path
+from app.store import Store, store_path, unwritable
 from app.stream import epochs
 from app.stream.checkpointer import Checkpointer
 from app.stream.config import GC_THRESHOLD, POLL_EVENTS, ServiceConfig, Tp
@@ -44,6 +45,11 @@ from contracts.records import MatchRecord
 from engine.events import max_width_ticks
 
 log = logging.getLogger("hcep.run")
+
+#: Seconds between attempts to commit a checkpoint while the store cannot be written: the first wait, doubling up to
+#: the last (a full disk: the service resumes within this long of space coming back).
+STORE_RETRY_BASE = 0.5
+STORE_RETRY_MAX = 5.0
 
 
 class Sink(Protocol):
@@ -129,6 +135,8 @@ class Service:
         self._watchdog_at = now
         self._empty_since: float | None = None
         self._rejoined_at = -math.inf
+        self._store_failures = 0  # checkpoints failed in a row for want of space (0: the store takes them)
+        self._store_down_since = self._store_logged = 0.0
 
     # ------------------------------------------------------------------ the current epoch, for tools and tests
     @property
@@ -458,9 +466,34 @@ class Service:
 
     # ------------------------------------------------------------------ checkpoints
     def checkpoint(self, force: bool = False) -> None:
-        """Commit outputs + offsets + rebuild points in one transaction, then hand the committed outputs on."""
+        """Commit outputs + offsets + rebuild points in one transaction, then hand the committed outputs on.
+
+        While the store cannot be written (a full disk: :func:`app.store.unwritable`) the transaction is rolled back
+        whole and this waits and tries again (:meth:`_store_wait`), the outputs kept pending: the loop, and so
+        consumption, pauses, and it resumes where it was once the store takes the checkpoint.  Nothing is lost, even
+        if the process is stopped or killed meanwhile: a restart replays from the last committed checkpoint."""
         assert self.source is not None
-        done = self.checkpointer.commit(self.epoch, self.outputs, self.alert_engine.snapshot, self.source, force)
+        while True:
+            try:
+                done = self.checkpointer.commit(
+                    self.epoch, self.outputs, self.alert_engine.snapshot, self.source, force
+                )
+                break
+            except (sqlite3.Error, OSError) as err:
+                cause = unwritable(err)
+                if cause is None:
+                    raise
+                if not self._store_wait(cause, err):
+                    return
+        if self._store_failures:
+            log.warning(
+                "store %s: writable again after %.0f s and %d failed attempt(s); resuming",
+                self.store.path,
+                time.monotonic() - self._store_down_since,
+                self._store_failures,
+            )
+            self._store_failures = 0
+            self.metrics.set("hcep_store_writable", 1)
         if done is None:
             return
         if done.alertmanager and self.am_sender is not None:
@@ -469,6 +502,47 @@ class Service:
             self.sender.wake.set()
         if done.records and self.publisher is not None:
             self.publisher.wake.set()
+
+    def _store_wait(self, cause: str, err: BaseException) -> bool:
+        """A checkpoint failed for want of space: log (one line naming the store and the cause, the first time and
+        once a minute after), count, and wait before the next try (``STORE_RETRY_BASE`` doubling up to
+        ``STORE_RETRY_MAX`` seconds).  False when a stop was requested meanwhile: the stop goes ahead without the
+        checkpoint (the next start replays what it would have held)."""
+        self._store_failures += 1
+        self.metrics.inc("hcep_store_write_errors_total", 1, {"cause": cause, "what": "checkpoint"})
+        self.metrics.set("hcep_store_writable", 0)
+        now = time.monotonic()
+        path = self.store.path
+        if self._store_failures == 1:
+            self._store_down_since = self._store_logged = now
+            log.error(
+                "store %s: checkpoint not committed: %s (%s); rolled back, its outputs stay pending and consumption "
+                "waits; retrying until the store can be written",
+                path,
+                cause,
+                err,
+            )
+        elif now - self._store_logged >= 60.0:
+            self._store_logged = now
+            log.error(
+                "store %s: still not writable after %.0f s (%d attempts): %s",
+                path,
+                now - self._store_down_since,
+                self._store_failures,
+                cause,
+            )
+        deadline = now + min(STORE_RETRY_MAX, STORE_RETRY_BASE * 2 ** min(self._store_failures - 1, 16))
+        while time.monotonic() < deadline:
+            if _Stop.requested:
+                log.error(
+                    "store %s: stopping while it cannot be written (%s): the last outputs are not committed; the "
+                    "next start replays them from the last checkpoint",
+                    path,
+                    cause,
+                )
+                return False
+            time.sleep(0.05)
+        return True
 
     # ------------------------------------------------------------------ group health, orphans
     def _watchdog(self, now: float) -> None:
@@ -501,7 +575,12 @@ class Service:
         epoch = self.epoch
         if not epoch.active or epoch.replaying:
             return
-        states = self.store.adopt_alert_states(self.cfg.instance, time.time(), self.cfg.alert_orphan_after)
+        try:
+            states = self.store.adopt_alert_states(self.cfg.instance, time.time(), self.cfg.alert_orphan_after)
+        except (sqlite3.Error, OSError) as err:
+            if unwritable(err) is None:
+                raise
+            return  # the store is full: the checkpoints report it; adoption waits for the next watchdog turn
         if not states:
             return
         before = len(self.alert_engine.groups)

@@ -8,12 +8,13 @@ counters are cumulative over the process's epochs, although each epoch builds a 
 from __future__ import annotations
 
 import math
+import sqlite3
 import time
 from typing import Any
 
 from app.metrics import Registry
 from app.pack_runner import PackRunner
-from app.store import Store
+from app.store import Store, unwritable
 from app.stream.config import STATS_EVERY
 from app.stream.epochs import Epoch
 from app.stream.source import Source
@@ -92,4 +93,10 @@ class Gauges:
             m.set("hcep_shed_latency_bound_seconds", info["latency_bound_ms"] / 1000.0)
         if stats_now or now - self._stats_at >= STATS_EVERY:
             self._stats_at = now
-            self.store.add_query_stats(rows, self.instance)
+            try:
+                self.store.add_query_stats(rows, self.instance)
+            except (sqlite3.Error, OSError) as err:  # statistics for the dashboard: skipped while the store is full
+                cause = unwritable(err)
+                if cause is None:
+                    raise
+                m.inc("hcep_store_write_errors_total", 1, {"cause": cause, "what": "query_stats"})

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from engine.evaluator import Clock, Record, Stats, register
@@ -673,6 +674,11 @@ def _span(cell: KleeneCell) -> tuple[float, float]:
     return cell.lo, cell.hi
 
 
+def _id_key(e: Event) -> tuple[int, int, str]:
+    """SPEC order of a Kleene binding's elements: by interval, then id (an event without one sorts first)."""
+    return e.tlo, e.thi, "" if e.id is None else e.id
+
+
 def _kleene_ids(cell: KleeneCell) -> tuple[list[str], float, float]:
     """The ids of a Kleene binding in SPEC order (by interval, then id) and the earliest ``lo`` / latest ``hi``.
 
@@ -690,7 +696,7 @@ def _kleene_ids(cell: KleeneCell) -> tuple[list[str], float, float]:
         pc = getattr(prev, "ids", None)
         if pc is not None and len(pc[0]) == prev.length:
             e = cell.event
-            key = (e.tlo, e.thi, e.id)
+            key = _id_key(e)
             keys = pc[1]
             if key > keys[-1]:
                 pc[0].append(e.id)
@@ -706,11 +712,9 @@ def _kleene_ids(cell: KleeneCell) -> tuple[list[str], float, float]:
             cell.ids = pc
             return pc[0][:], pc[2], pc[3]
     evs = cell.events()
-    keyed = (
-        sorted(((e.tlo, e.thi, e.id), e) for e in evs)
-        if len(evs) > 1
-        else [((evs[0].tlo, evs[0].thi, evs[0].id), evs[0])]
-    )
+    # Sorted by the key alone: two elements may tie on it (one event id twice in the input; found by fuzzing), and
+    # Events do not compare.
+    keyed = sorted(((_id_key(e), e) for e in evs), key=itemgetter(0)) if len(evs) > 1 else [(_id_key(evs[0]), evs[0])]
     ids = [e.id for _, e in keyed]
     lo = min(e.lo for e in evs)
     hi = max(e.hi for e in evs)

@@ -45,6 +45,25 @@ def test_an_unhashable_partition_value_is_a_partition_not_a_crash() -> None:
     match_events(trend, events)
 
 
+def test_one_event_id_twice_in_a_kleene_binding_is_no_crash() -> None:
+    """Two elements of a Kleene binding with the same interval and id (a line twice in a mutated file) tied on the
+    sort key of the record's id list, and sorting went on to compare the Events: TypeError out of ``hcep match``."""
+    from engine.plan.predicates import KleeneCell
+    from engine.runtime.matcher import _kleene_ids
+
+    twice = [Event("B", 104.0, {"v": 1}, id="p4", seq=1), Event("B", 104.0, {"v": 1}, id="p4", seq=2)]
+    cell = None
+    for ev in [
+        Event("B", 100.0, {}, id="p0", seq=0),
+        *twice,
+        Event("B", 104.0, {}, seq=3),
+    ]:  # and one without an id: "3"
+        cell = KleeneCell(ev, cell, ())
+    assert cell is not None
+    ids, lo, hi = _kleene_ids(cell)  # built from scratch (no cache along the chain)
+    assert ids == ["p0", "3", "p4", "p4"] and (lo, hi) == (100.0, 104.0)
+
+
 def test_arithmetic_beyond_floats_and_on_strings_is_unknown() -> None:
     """``10**400 / 3`` raised OverflowError out of a predicate; ``"ab" * n`` built strings of any size."""
     events = [
@@ -243,6 +262,57 @@ def test_a_2xx_answer_with_a_broken_body_is_delivered(reply: bytes) -> None:
 
     port = _serve_once(reply)
     post(Webhook("ops", f"http://127.0.0.1:{port}/hook"), [_alert()], timeout=2.0)
+
+
+def _serve_any(reply: bytes) -> int:
+    """One connection answered with ``reply`` whatever the request (a GET has no body)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            conn.settimeout(2)
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                buf += conn.recv(65536)
+            head, _, body = buf.partition(b"\r\n\r\n")
+            length = [ln for ln in head.lower().split(b"\r\n") if ln.startswith(b"content-length:")]
+            need = int(length[0].split(b":")[1]) if length else 0
+            while len(body) < need:
+                body += conn.recv(65536)
+            conn.sendall(reply)
+        srv.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        # requests decodes a redirect's Location as UTF-8: UnicodeDecodeError escaped the client untyped
+        (b"HTTP/1.1 302 Found\r\nLocation: \x83/x\r\nContent-Length: 0\r\n\r\n", "malformed answer"),
+        # an answer that is not HTTP: it did answer, so not "cannot reach Alertmanager"
+        (b"garbage\r\n\r\n", "a malformed answer"),
+        # JSON nested past the parser's recursion limit: RecursionError, not a ValueError
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + b"[" * 5000, "not JSON"),
+    ],
+)
+def test_malformed_alertmanager_answers_are_alertmanager_errors(reply: bytes, says: str) -> None:
+    """The Alertmanager client's documented error is AlertmanagerError naming the method and URL; the sender thread
+    handles only that (the fuzz target ``alertmanager``)."""
+    from app.alerts.alertmanager import Alertmanager, AlertmanagerError
+
+    port = _serve_any(reply)
+    client = Alertmanager(f"http://127.0.0.1:{port}", timeout=2.0)
+    try:
+        with pytest.raises(AlertmanagerError, match=says) as err:
+            client.alerts()
+    finally:
+        client.close()
+    assert str(err.value).startswith(f"GET http://127.0.0.1:{port}/api/v2/alerts: ")
 
 
 # ------------------------------------------------------------------ the Parquet archive

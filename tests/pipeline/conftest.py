@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +33,10 @@ class Receiver:
     headers: list[dict[str, str]] = field(default_factory=list)
     bodies: list[bytes] = field(default_factory=list)
     received_at: dict[str, float] = field(default_factory=dict)
-    fail: bool = False
+    fail: bool = False  # answer 503 to every POST
     lock: threading.Lock = field(default_factory=threading.Lock)
+    down: Callable[[], None] = lambda: None  # stop listening (connections refused); ``up()`` listens again
+    up: Callable[[], None] = lambda: None
 
     def alert_ids(self) -> list[str]:
         """The transition id of every alert entry received (contracts.alerts.transition_id), repeats included."""
@@ -77,16 +79,29 @@ def receiver() -> Iterator[Receiver]:
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             return
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    rec.url = f"http://127.0.0.1:{server.server_address[1]}/alerts"
+    servers: list[http.server.ThreadingHTTPServer] = []
+
+    def up(port: int = 0) -> None:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        rec.url = f"http://127.0.0.1:{server.server_address[1]}/alerts"
+
+    def down() -> None:
+        while servers:
+            server = servers.pop()
+            server.shutdown()
+            server.server_close()
+
+    up()
+    port = int(rec.url.split(":")[2].split("/")[0])
+    rec.down = down  # the receiver gone: connections refused
+    rec.up = lambda: up(port)  # back, on the same port
     try:
         yield rec
     finally:
-        server.shutdown()
-        server.server_close()
+        down()
 
 
 # ------------------------------------------------------------------------------------------------ the service

@@ -265,6 +265,7 @@ def test_broker_restart_and_receiver_outage(
     bootstrap = kafka_broker.bootstrap
     hadoop, ganglia = hadoop_and_ganglia(jobs=6, seed=3)
     expected = expected_alerts(PACK, hadoop + ganglia)
+    records = expected_record_ids(PACK, hadoop + ganglia)
     merged = _merged(hadoop, ganglia)
     half = len(merged) // 2
     first = ([e for s, e in merged[:half] if s == "hadoop"], [e for s, e in merged[:half] if s == "ganglia"])
@@ -304,10 +305,14 @@ def test_broker_restart_and_receiver_outage(
             time.sleep(1.0)
             raise
         time.sleep(1.0)
+        alive = proc.poll() is None  # it waited for the broker: the same process resumed
     finally:
         stop_services([proc])
+    assert alive, f"the service exited during the broker's restart (log: {log})"
     ids = receiver.alert_ids()
     assert sorted(ids) == sorted(expected)
+    stored = [r[0] for r in Store(store_path(str(data))).db.execute("SELECT id FROM matches")]
+    assert sorted(stored) == sorted(records), "lost or extra match records"
     retried = [a for a in Store(store_path(str(data))).alert_rows() if a["attempts"] > 1]
     assert retried, "the outage should have made some deliveries retry"
 
