@@ -1,0 +1,141 @@
+"""The streaming plan: the pack's queries, how their stream is cut (families, groups) and into how many buckets.
+
+Why buckets: a group (one value of a family's partition attribute) is the engine's unit, but a Spark state key per
+group would make every keyless event (LoadStd, Balance, Imbalance: cluster-wide, SPEC section 2) a copy per live
+group.  Groups are hashed into a fixed number of buckets instead (the state key); keyless events are copied once per
+bucket, and each bucket merges them into its own groups where the batch planner's margins say they can matter.
+
+The cut itself is :func:`app.spark.batch_plan.plan_families` over :func:`engine.evaluate.shard_key`, asked without
+input statistics (a stream's future is unknown): the query is taken at its word, as ``hcep run --workers`` does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.spark.batch_plan import ANY_TYPE, UNBOUNDED, Margins, QueryPlan, plan_families
+
+#: Group key of a family's keyless group (matches made of keyless events only) and of an unpartitioned family.
+KEYLESS_GROUP = ""
+WHOLE_GROUP = "*"
+#: Seconds a watermark waits on top of the widest half-interval (``hcep run``'s allowed lateness default).
+ALLOWED_LATENESS = 2.0
+
+
+@dataclass(frozen=True)
+class FamilyPlan:
+    """One family as the executors need it (plain data: pickled into the stateful processor)."""
+
+    fid: int
+    attr: str | None
+    queries: tuple[int, ...]
+    keyed: tuple[int, ...]
+    keyless: tuple[int, ...]
+    types: frozenset[str] | None
+    negated: frozenset[str]
+    margins: Margins
+    reach: int  # ticks: how far from a group's own events anything can still matter (UNBOUNDED: never expire)
+
+    def margin(self, etype: str) -> tuple[int, int] | None:
+        """(left, right) ticks a keyless event of ``etype`` can lie from a group's own events; None: never needed."""
+        anyt = self.margins.get(ANY_TYPE)
+        m = self.margins.get(etype, anyt)
+        if m is None:
+            return None
+        if anyt is not None:
+            m = (max(m[0], anyt[0]), max(m[1], anyt[1]))
+        return m
+
+    def wants(self, etype: str) -> bool:
+        return self.types is None or etype in self.types
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """Everything the source router and the stateful processor share."""
+
+    plans: tuple[QueryPlan, ...]
+    families: tuple[FamilyPlan, ...]
+    tick: float
+    umax: int  # ticks: the widest interval accepted (the imprecise evaluators' bound, as ``hcep run``)
+    bound: float  # seconds: the watermark's delay (largest delta + allowed lateness)
+    buckets: int
+    distinct: frozenset[str] = field(default_factory=frozenset)
+    token: str = ""  # names this plan in the executors' caches
+
+    @property
+    def attrs(self) -> list[str]:
+        return sorted({f.attr for f in self.families if f.attr is not None})
+
+    @property
+    def max_left(self) -> int:
+        """Ticks of keyless events a bucket keeps behind its watermark, for groups that start later."""
+        lefts = [m[0] for f in self.families if f.attr is not None for m in f.margins.values()]
+        return max(lefts, default=0)
+
+    def bucket_of(self, fid: int, gkey: str) -> int:
+        return zlib.crc32(f"{fid}|{gkey}".encode()) % self.buckets
+
+
+def build_plan(
+    plans: list[QueryPlan], *, max_delta: float, buckets: int, allowed_lateness: float = ALLOWED_LATENESS
+) -> StreamPlan:
+    """Families from the batch planner (no input statistics), the watermark and uncertainty bounds of ``hcep run``."""
+    from app.spark.batch import compile_plan
+
+    compiled = [compile_plan(p) for p in plans]
+    tick = plans[0].tick if plans else 0.1
+    families = []
+    for fam in plan_families(compiled, None):
+        windows = [compiled[q].window for q in fam.queries]
+        reach = UNBOUNDED if any(w is None for w in windows) else max([fam.reach, *(w + 1 for w in windows)])
+        families.append(
+            FamilyPlan(
+                fid=fam.fid,
+                attr=fam.attr,
+                queries=tuple(fam.queries),
+                keyed=tuple(fam.keyed),
+                keyless=tuple(fam.keyless),
+                types=fam.types,
+                negated=fam.negated,
+                margins=dict(fam.margins),
+                reach=reach,
+            )
+        )
+    plan = StreamPlan(
+        plans=tuple(plans),
+        families=tuple(families),
+        tick=tick,
+        umax=math.ceil(2 * max_delta / tick) + 1,
+        bound=max_delta + allowed_lateness,
+        buckets=max(int(buckets), 1),
+        distinct=frozenset(p.name for p in plans if p.output == "distinct"),
+    )
+    token = hashlib.sha1(json.dumps(plan_state(plan), default=str).encode()).hexdigest()[:16]
+    return dataclasses.replace(plan, token=token)
+
+
+def describe(plan: StreamPlan) -> list[str]:
+    """One line per family, for ``--explain`` and the logs."""
+    names = [p.name for p in plan.plans]
+    out = []
+    for fam in plan.families:
+        queries = ", ".join(names[i] for i in fam.queries)
+        cut = "unpartitioned" if fam.attr is None else f"by {fam.attr}"
+        out.append(f"family {fam.fid} {cut}: {queries}")
+    return out
+
+
+def plan_state(plan: StreamPlan) -> dict[str, Any]:
+    """What must not change under a checkpoint (a restart with other buckets or queries would misread the state)."""
+    return {
+        "buckets": plan.buckets,
+        "queries": [[p.name, p.strategy, p.output, p.confidence, p.tick] for p in plan.plans],
+        "families": [[f.fid, f.attr, list(f.queries)] for f in plan.families],
+    }
