@@ -5,8 +5,11 @@ group would make every keyless event (LoadStd, Balance, Imbalance: cluster-wide,
 group.  Groups are hashed into a fixed number of buckets instead (the state key); keyless events are copied once per
 bucket, and each bucket merges them into its own groups where the batch planner's margins say they can matter.
 
-The cut itself is :func:`app.spark.batch_plan.plan_families` over :func:`engine.evaluate.shard_key`, asked without
-input statistics (a stream's future is unknown): the query is taken at its word, as ``hcep run --workers`` does.
+The cut itself is :func:`app.spark.batch_plan.plan_families` over :func:`engine.evaluate.shard_key`.  A stream's
+future is unknown, so it is asked without input statistics (``cut="declared"``: the query is taken at its word, as
+``hcep run --workers`` does -- exact when the types that start a skip_till_next_match or partition_contiguity run,
+and a singleton of a collapsed query, always carry the key, as in the Hadoop and Spark packs) or with statistics
+that promise nothing (``cut="safe"``: such queries run unpartitioned, in one group, exact on any input).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.spark.batch_plan import ANY_TYPE, UNBOUNDED, Margins, QueryPlan, plan_families
+from app.spark.batch_plan import ANY_TYPE, UNBOUNDED, InputStats, Margins, QueryPlan, plan_families
 
 #: Group key of a family's keyless group (matches made of keyless events only) and of an unpartitioned family.
 KEYLESS_GROUP = ""
@@ -83,16 +86,62 @@ class StreamPlan:
         return zlib.crc32(f"{fid}|{gkey}".encode()) % self.buckets
 
 
+class _Lacks(dict):
+    """Per attribute: some events may lack it (every entry reads 1)."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return 1
+
+
+class _Unknown(dict):
+    """Per type: :class:`_Lacks`."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return _Lacks()
+
+
+class UnknownStream(InputStats):
+    """Statistics of a stream that promises nothing: any type may come with or without any key."""
+
+    def __init__(self) -> None:
+        super().__init__(events=0, widest=0, counts={}, lacking={})
+
+    def always_keyed(self, etype: str, attr: str) -> bool:
+        return False
+
+    def ever_keyed(self, etype: str, attr: str) -> bool:
+        return True
+
+    @property  # type: ignore[override]
+    def lacking(self) -> dict[str, dict[str, int]]:
+        return _Unknown()
+
+    @lacking.setter
+    def lacking(self, value: Any) -> None:
+        pass
+
+
+CUTS = ("declared", "safe")
+
+
 def build_plan(
-    plans: list[QueryPlan], *, max_delta: float, buckets: int, allowed_lateness: float = ALLOWED_LATENESS
+    plans: list[QueryPlan],
+    *,
+    max_delta: float,
+    buckets: int,
+    allowed_lateness: float = ALLOWED_LATENESS,
+    cut: str = "declared",
 ) -> StreamPlan:
-    """Families from the batch planner (no input statistics), the watermark and uncertainty bounds of ``hcep run``."""
+    """Families from the batch planner (see the module doc for ``cut``), the watermark and uncertainty bounds of
+    ``hcep run``."""
     from app.spark.batch import compile_plan
 
+    if cut not in CUTS:
+        raise ValueError(f"cut must be one of {', '.join(CUTS)}, got {cut!r}")
     compiled = [compile_plan(p) for p in plans]
     tick = plans[0].tick if plans else 0.1
     families = []
-    for fam in plan_families(compiled, None):
+    for fam in plan_families(compiled, None if cut == "declared" else UnknownStream()):
         windows = [compiled[q].window for q in fam.queries]
         reach = UNBOUNDED if any(w is None for w in windows) else max([fam.reach, *(w + 1 for w in windows)])
         families.append(
