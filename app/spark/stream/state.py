@@ -14,7 +14,12 @@ Why this shape, and why it gives ``hcep match``'s records:
   quiet keys leak no state.  An end-of-input marker (``--available-now``) releases and flushes everything.
 - The state is the evaluators' ``snapshot()`` (plain JSON, zlib-compressed) per group in a ``MapState``, and one
   ``ValueState`` per bucket: its last release point, its keyless log and a small index of its groups (so a batch
-  loads only the groups that have work).  An event-time timer wakes a bucket with state when ``W`` moves.
+  loads only the groups that have work, and writes only those it changed).  An event-time timer wakes a bucket
+  with state when ``W`` moves.
+- Restoring a snapshot costs more than feeding the events it holds, so the Python worker that wrote a group keeps
+  it restored (:data:`_LIVE`), under the version written with it: the state store stays the truth (another worker,
+  a retried task or a restart finds a different version and restores), and a group is taken out of the cache while
+  a batch changes it, so a failed task never leaves a half-changed group behind.
 
 :class:`Bucket` is plain Python (tested without Spark); :class:`BucketProcessor` adapts it to Spark's API.
 """
@@ -23,7 +28,9 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -45,14 +52,22 @@ OUT_COLUMNS = [c.split()[0].strip("`") for c in OUT_SCHEMA.split(", ")]
 OWN, KEYLESS, MARKER, BAD = "own", "keyless", "marker", "bad"
 NEG_INF = -math.inf
 INF = math.inf
+#: Restored groups kept by this worker: (plan token, bucket, key) -> (version, group); least recently used out.
+_LIVE: OrderedDict[tuple[str, int, str], tuple[str, Any]] = OrderedDict()
+LIVE_GROUPS = 20_000
 
 
 def pack_blob(obj: Any) -> bytes:
-    return zlib.compress(json.dumps(obj, separators=(",", ":")).encode(), 1)
+    """A snapshot as state: JSON (orjson: the snapshot is the operator's largest cost), zlib level 1."""
+    import orjson
+
+    return zlib.compress(orjson.dumps(obj), 1)
 
 
 def unpack_blob(blob: bytes | bytearray | memoryview) -> Any:
-    return json.loads(zlib.decompress(bytes(blob)))
+    import orjson
+
+    return orjson.loads(zlib.decompress(bytes(blob)))
 
 
 def _none(n: int) -> list[None]:
@@ -121,6 +136,8 @@ class StreamGroup:
         """Feed, in order, the own events before ``w`` and the keyless events of ``log`` this group needs (all
         those in ``[new_from, w)`` once started; on the first release, those before ``w`` within the left margin of
         its first event).  Returns the number of events fed."""
+        from engine.events import loads_json as loads
+
         w2 = 2 * w
         own_now = sorted((p for p in self.pending if p[0] < w2), key=lambda p: (p[0], p[1]))
         if not self.started and not own_now and self.gkey not in (KEYLESS_GROUP, WHOLE_GROUP):
@@ -150,7 +167,7 @@ class StreamGroup:
             key=lambda r: (r[0], r[1]),
         )
         for mid2, seq, tlo, thi, text, own in merged:
-            ev = decode(json.loads(text), seq)
+            ev = decode(loads(text), seq)
             if own:
                 self.own[ev.id] = thi
                 self.lo = min(self.lo, tlo)
@@ -212,10 +229,11 @@ class Bucket:
         meta = meta or {}
         self.released: float = NEG_INF if meta.get("released") is None else meta["released"]
         self.log: dict[int, list[list[Any]]] = {int(k): v for k, v in meta.get("log", {}).items()}
-        # key -> [fid, hi, min pending mid2, started]: which groups have work, without loading them
+        # key -> [fid, hi, min pending mid2, started, version]: which groups have work, without loading them
         self.index: dict[str, list[Any]] = meta.get("index", {})
         self.fams = {f.fid: f for f in plan.families}
         self.live: dict[str, StreamGroup] = {}
+        self.touched: set[str] = set()
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -230,10 +248,17 @@ class Bucket:
     def group(self, fid: int, gkey: str) -> StreamGroup:
         key = f"{fid}|{gkey}"
         got = self.live.get(key)
-        if got is None:
-            blob = self.store.get(key) if key in self.index else None
+        if got is not None:
+            return got
+        entry = self.index.get(key)
+        cached = _LIVE.pop((self.plan.token, self.number, key), None)
+        if entry is not None and cached is not None and cached[0] == entry[4]:
+            got = cached[1]
+        else:
+            blob = self.store.get(key) if entry is not None else None
             state = unpack_blob(blob) if blob is not None else None
-            got = self.live[key] = StreamGroup(self.plan, self.fams[fid], gkey, self.compiled, state)
+            got = StreamGroup(self.plan, self.fams[fid], gkey, self.compiled, state)
+        self.live[key] = got
         return got
 
     def handle(self, rows: Iterable[tuple], wm_ms: int) -> list[tuple]:
@@ -288,7 +313,7 @@ class Bucket:
         fresh = {fid for fid, log in self.log.items() if any(lo2 <= e[0] < w2 for e in log)}
         umax = self.plan.umax
         fed = 0
-        for key, (fid, hi, minp, started) in sorted(self.index.items()):
+        for key, (fid, hi, minp, started, _version) in sorted(self.index.items()):
             fam = self.fams[fid]
             gkey = key.split("|", 1)[1]
             special = gkey in (KEYLESS_GROUP, WHOLE_GROUP)
@@ -300,11 +325,10 @@ class Bucket:
             g = self.group(fid, gkey)
             if due or keyless_due:
                 fed += g.release(w, self.log.get(fid, []), prev, self.decode, out)
+                self._index(g)
             if g.expired(w):
                 g.flush(out)
                 self._drop(key)
-            else:
-                self._index(g)
         self.released = w
         self._prune(w)
         return fed
@@ -318,19 +342,31 @@ class Bucket:
             self.log[fid] = [e for e in log if e[0] >= 2 * w or e[3] >= floor]
 
     def _index(self, g: StreamGroup) -> None:
+        """Note a group changed in this call (written back by :meth:`save`)."""
         key = f"{g.fam.fid}|{g.gkey}"
-        self.index[key] = [g.fam.fid, None if g.hi == NEG_INF else g.hi, g.min_pending(), g.started]
+        old = self.index.get(key)
+        version = old[4] if old is not None else None
+        self.index[key] = [g.fam.fid, None if g.hi == NEG_INF else g.hi, g.min_pending(), g.started, version]
         self.live[key] = g
+        self.touched.add(key)
 
     def _drop(self, key: str) -> None:
         self.index.pop(key, None)
         self.live.pop(key, None)
+        self.touched.discard(key)
         self.store.remove(key)
 
     def save(self) -> None:
-        for key, g in self.live.items():
-            if key in self.index:
-                self.store.put(key, pack_blob(g.to_state()))
+        """Write back the groups changed in this call, each under a new version (kept restored by this worker)."""
+        for key in sorted(self.touched):
+            g = self.live[key]
+            version = uuid.uuid4().hex[:12]
+            self.index[key][4] = version
+            self.store.put(key, pack_blob(g.to_state()))
+            _LIVE[(self.plan.token, self.number, key)] = (version, g)
+        self.touched.clear()
+        while len(_LIVE) > LIVE_GROUPS:
+            _LIVE.popitem(last=False)
 
 
 # ------------------------------------------------------------------------------------------------ Spark adapter

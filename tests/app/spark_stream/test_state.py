@@ -30,7 +30,7 @@ def test_sample_equals_match(sample_events: list[dict], tmp_path: Path, n: int) 
 
 def test_simulated_cluster_equals_match(cluster_events: list[dict], tmp_path: Path) -> None:
     want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
-    got, dead = run_batches(stream_plan(buckets=4), _batches(cluster_events, 25))
+    got, dead = run_batches(stream_plan(buckets=4), _batches(cluster_events, 10))
     assert len(want) > 100 and not dead
     assert_same_records(got, want)
 
@@ -40,7 +40,7 @@ def test_out_of_order_within_the_bound(cluster_events: list[dict], tmp_path: Pat
     rng = random.Random(5)
     jittered = sorted(cluster_events, key=lambda e: e["ts"] + rng.uniform(0, 8))
     want = match(write_events(jittered, tmp_path / "c.jsonl"))  # ties of one tick: in input order, as here
-    got, dead = run_batches(stream_plan(), _batches(jittered, 30))
+    got, dead = run_batches(stream_plan(), _batches(jittered, 12))
     assert not dead
     assert_same_records(got, want)
 
@@ -73,7 +73,7 @@ def test_quiet_groups_are_expired(cluster_events: list[dict]) -> None:
 
     Bucket.save = spy  # type: ignore[method-assign]
     try:
-        simulate.run_batches(plan, _batches(cluster_events, 30), end=False)
+        simulate.run_batches(plan, _batches(cluster_events, 12), end=False)
     finally:
         Bucket.save = original  # type: ignore[method-assign]
     last = {}
