@@ -104,10 +104,12 @@ def progress_line(p: dict[str, Any]) -> str:
 
 
 class Reporter:
-    """Prints each new batch's progress once (stderr)."""
+    """Prints each new batch's progress once (stderr), with the sink's running totals (Spark counts input rows:
+    whole files or messages, not events)."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, sink: StreamSink | None = None) -> None:
         self.enabled = enabled
+        self.sink = sink
         self.seen = -1
 
     def __call__(self, query: Any) -> None:
@@ -118,14 +120,18 @@ class Reporter:
             if bid > self.seen:
                 self.seen = bid
                 data = p if isinstance(p, dict) else p.jsonValue() if hasattr(p, "jsonValue") else dict(p)
-                print(f"hcep stream: {progress_line(data)}", file=sys.stderr, flush=True)
+                extra = ""
+                if self.sink is not None:
+                    t = self.sink.totals
+                    extra = f"; so far {t.fed} events fed, {t.records} records, {t.alerts} alerts, {t.late} late"
+                print(f"hcep stream: {progress_line(data)}{extra}", file=sys.stderr, flush=True)
 
 
 def run(spark: Any, plan: StreamPlan, sink: StreamSink, opts: StreamOptions) -> None:
     """Run the query to its end: ``--available-now`` (data, then the end marker) or a stop signal."""
     check_plan(opts.checkpoint, plan)
     query = start(spark, plan, sink, opts)
-    report = Reporter(opts.progress)
+    report = Reporter(opts.progress, sink)
     stop = threading.Event()
     previous = None
     if threading.current_thread() is threading.main_thread():
