@@ -70,8 +70,8 @@ def _plan(args: argparse.Namespace, cores: int) -> Any:
     from app.commands.batch import load_plans
     from app.spark.stream.plan import build_plan
 
-    loader = argparse.Namespace(pack=args.pack, query=args.query, tick=None, strategy=None, output=None, confidence=None)
-    plans = load_plans(loader)
+    no_overrides = {"tick": None, "strategy": None, "output": None, "confidence": None}
+    plans = load_plans(argparse.Namespace(pack=args.pack, query=args.query, **no_overrides))
     buckets = args.buckets or max(2 * cores, 2)
     if buckets < 1:
         raise CommandError("hcep stream: --buckets must be at least 1")
