@@ -8,6 +8,7 @@ query runs until SIGTERM or Ctrl-C, which stop it between micro-batches.
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import threading
@@ -113,18 +114,21 @@ class Reporter:
         self.seen = -1
 
     def __call__(self, query: Any) -> None:
-        if not self.enabled:
-            return
         for p in query.recentProgress:
-            bid = p.get("batchId", -1) if isinstance(p, dict) else p.batchId
+            data = json.loads(p.json) if hasattr(p, "json") else dict(p)
+            bid = data.get("batchId", -1)
             if bid > self.seen:
                 self.seen = bid
-                data = p if isinstance(p, dict) else p.jsonValue() if hasattr(p, "jsonValue") else dict(p)
+                if self.sink is not None:  # every batch's progress, for tools and the benchmark
+                    self.sink.progress_log.parent.mkdir(parents=True, exist_ok=True)
+                    with self.sink.progress_log.open("a") as f:
+                        f.write(json.dumps(data) + "\n")
                 extra = ""
                 if self.sink is not None:
                     t = self.sink.totals
                     extra = f"; so far {t.fed} events fed, {t.records} records, {t.alerts} alerts, {t.late} late"
-                print(f"hcep stream: {progress_line(data)}{extra}", file=sys.stderr, flush=True)
+                if self.enabled:
+                    print(f"hcep stream: {progress_line(data)}{extra}", file=sys.stderr, flush=True)
 
 
 def run(spark: Any, plan: StreamPlan, sink: StreamSink, opts: StreamOptions) -> None:

@@ -46,6 +46,8 @@ class Totals:
     invalid: int = 0
     fed: int = 0
     batches: int = 0
+    busy_ms: float = 0.0  # the operator's Python time (all workers), and its state share (snapshots, restores)
+    state_ms: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
 
 
@@ -77,6 +79,7 @@ class StreamSink:
         self.publish = publish
         self.deliver = deliver
         self.commits = self.out / STREAM_DIR / "commits"
+        self.progress_log = self.out / STREAM_DIR / "progress.jsonl"
         self.totals = Totals()
         self.last_batch = -1
         self._load()
@@ -133,6 +136,8 @@ class StreamSink:
         t.alerts += len(transitions)
         t.fed += fed
         t.batches += 1
+        t.busy_ms += sum(r.get("busy_ms") or 0.0 for r in clocks)
+        t.state_ms += sum(r.get("state_ms") or 0.0 for r in clocks)
         for d in dead:
             reason = "late" if d["reason"] == "late" else "invalid"
             t.reasons[reason] = t.reasons.get(reason, 0) + 1

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 import uuid
 import zlib
 from collections import OrderedDict
@@ -45,7 +46,7 @@ IN_SCHEMA = (
 OUT_SCHEMA = (
     "kind string, query string, match string, confidence double, start double, `end` double, ret string, "
     "vkey string, emit_mid2 long, emit_seq long, qidx int, emit_idx long, gkey string, reason string, "
-    "origin string, pos long, text string, wm long, fed long, groups long"
+    "origin string, pos long, text string, wm long, fed long, groups long, busy_ms double, state_ms double"
 )
 OUT_COLUMNS = [c.split()[0].strip("`") for c in OUT_SCHEMA.split(", ")]
 #: Row kinds of :data:`IN_SCHEMA`.
@@ -75,11 +76,13 @@ def _none(n: int) -> list[None]:
 
 
 def dead_row(reason: str, origin: str | None, pos: int | None, text: str | None) -> tuple:
-    return ("dead", *_none(12), reason, origin, pos, text, None, None, None)
+    return ("dead", *_none(12), reason, origin, pos, text, None, None, None, None, None)
 
 
-def clock_row(wm_ms: int, fed: int, groups: int) -> tuple:
-    return ("clock", *_none(15), None, wm_ms, fed, groups)
+def clock_row(wm_ms: int, fed: int, groups: int, busy_ms: float = 0.0, state_ms: float = 0.0) -> tuple:
+    """One per call: the watermark it saw, events fed, groups held, and where its time went (all of the call; the
+    state's share: snapshots, restores and the state store's calls)."""
+    return ("clock", *_none(15), None, wm_ms, fed, groups, busy_ms, state_ms)
 
 
 # ------------------------------------------------------------------------------------------------ one group
@@ -209,7 +212,7 @@ class StreamGroup:
                 self.qidx.get(record["query"], -1),
                 self.idx,
                 self.gkey,
-                *_none(7),
+                *_none(9),
             )
         )
 
@@ -234,6 +237,7 @@ class Bucket:
         self.fams = {f.fid: f for f in plan.families}
         self.live: dict[str, StreamGroup] = {}
         self.touched: set[str] = set()
+        self.state_s = 0.0  # seconds in restores, snapshots and state store calls (reported in the clock row)
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -255,15 +259,18 @@ class Bucket:
         if entry is not None and cached is not None and cached[0] == entry[4]:
             got = cached[1]
         else:
+            t0 = time.perf_counter()
             blob = self.store.get(key) if entry is not None else None
             state = unpack_blob(blob) if blob is not None else None
             got = StreamGroup(self.plan, self.fams[fid], gkey, self.compiled, state)
+            self.state_s += time.perf_counter() - t0
         self.live[key] = got
         return got
 
     def handle(self, rows: Iterable[tuple], wm_ms: int) -> list[tuple]:
         """One call: buffer the new rows (late ones dead-lettered), release up to the watermark, expire quiet groups;
         at an end marker, release and flush everything.  ``rows`` as :data:`IN_SCHEMA` without ``bucket``."""
+        started = time.perf_counter()
         w = wm_ms / (1000.0 * self.plan.tick) if wm_ms > 0 else NEG_INF
         w2 = 2 * w
         out: list[tuple] = []
@@ -300,7 +307,8 @@ class Bucket:
             self.log = {}
             self.released = NEG_INF
         self.save()
-        out.append(clock_row(int(wm_ms), fed, len(self.index)))
+        busy = 1000 * (time.perf_counter() - started)
+        out.append(clock_row(int(wm_ms), fed, len(self.index), busy, 1000 * self.state_s))
         return out
 
     def release(self, w: float, out: list[tuple]) -> int:
@@ -358,6 +366,7 @@ class Bucket:
 
     def save(self) -> None:
         """Write back the groups changed in this call, each under a new version (kept restored by this worker)."""
+        t0 = time.perf_counter()
         for key in sorted(self.touched):
             g = self.live[key]
             version = uuid.uuid4().hex[:12]
@@ -367,6 +376,7 @@ class Bucket:
         self.touched.clear()
         while len(_LIVE) > LIVE_GROUPS:
             _LIVE.popitem(last=False)
+        self.state_s += time.perf_counter() - t0
 
 
 # ------------------------------------------------------------------------------------------------ Spark adapter
