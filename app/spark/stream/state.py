@@ -104,6 +104,7 @@ class StreamGroup:
         self.started = False  # fed at least once (the keyless left margin was merged in)
         self.lo: float = INF
         self.hi: float = NEG_INF
+        self.fed_to: float = NEG_INF  # ticks: the bucket's keyless log before this point has been considered
         self.idx = 0
         if state is not None:
             self.own = dict(state["own"])
@@ -112,6 +113,7 @@ class StreamGroup:
             self.lo = INF if state["lo"] is None else state["lo"]
             self.hi = NEG_INF if state["hi"] is None else state["hi"]
             self.idx = state["idx"]
+            self.fed_to = NEG_INF if state["fed"] is None else state["fed"]
             if state["snap"] is not None:
                 self.feeder.restore(state["snap"])
 
@@ -123,6 +125,7 @@ class StreamGroup:
             "lo": None if self.lo == INF else self.lo,
             "hi": None if self.hi == NEG_INF else self.hi,
             "idx": self.idx,
+            "fed": None if self.fed_to == NEG_INF else self.fed_to,
             "snap": self.feeder.snapshot() if self.started else None,
         }
 
@@ -135,10 +138,14 @@ class StreamGroup:
             return False
         return w - self.plan.umax > self.hi + self.fam.reach
 
-    def release(self, w: float, log: list[list[Any]], new_from: float, decode: Any, out: list[tuple]) -> int:
-        """Feed, in order, the own events before ``w`` and the keyless events of ``log`` this group needs (all
-        those in ``[new_from, w)`` once started; on the first release, those before ``w`` within the left margin of
-        its first event).  Returns the number of events fed."""
+    def release(self, w: float, log: list[list[Any]], decode: Any, out: list[tuple], final: bool = False) -> int:
+        """Feed, in order, the own events before ``w`` and the keyless events of ``log`` this group needs: once
+        started, those it has not considered yet (``[fed_to, w)``); on the first release, those before ``w`` within
+        the left margin of its first event; ``final`` (the group expires: no own event can follow), only those within
+        the right margin of its last.  Returns the number of events fed.
+
+        A keyed group is released only when its own events are due or it expires: keyless events wait in the
+        bucket's log until then (the same events in the same order, fed later), so a quiet group costs nothing."""
         from engine.events import loads_json as loads
 
         w2 = 2 * w
@@ -151,7 +158,7 @@ class StreamGroup:
         shared: list[list[Any]] = []
         if self.fam.attr is not None and log:
             if self.started or not keyed_group:
-                lo2 = 2 * new_from if self.started else NEG_INF
+                lo2 = 2 * self.fed_to if self.started else NEG_INF
                 shared = [e for e in log if lo2 <= e[0] < w2]
             else:
                 first = min(p[2] for p in own_now)
@@ -162,8 +169,12 @@ class StreamGroup:
                     if m is not None and e[3] >= first - m[0]:
                         shared.append(e)
             if keyed_group:
-                shared = [e for e in shared if self.fam.margin(e[4]) is not None]
+                margin = self.fam.margin
+                shared = [e for e in shared if margin(e[4]) is not None]
+                if final:
+                    shared = [e for e in shared if e[2] <= self.hi + margin(e[4])[1]]  # type: ignore[index]
         self.started = True
+        self.fed_to = w
         merged = sorted(
             [(p[0], p[1], p[2], p[3], p[4], True) for p in own_now]
             + [(e[0], e[1], e[2], e[3], e[5], False) for e in shared],
@@ -312,8 +323,9 @@ class Bucket:
         return out
 
     def release(self, w: float, out: list[tuple]) -> int:
-        """Feed every group with work up to ``w`` (ticks); expire the quiet ones (decided from the index, so a
-        group without work is not even loaded)."""
+        """Feed the groups with work up to ``w`` (ticks): those with own events due, the keyless group (it takes every
+        keyless event as it comes); expire the quiet ones -- all decided from the index, so a group without work is
+        not even loaded."""
         if w <= self.released:
             return 0
         prev = self.released
@@ -321,20 +333,22 @@ class Bucket:
         fresh = {fid for fid, log in self.log.items() if any(lo2 <= e[0] < w2 for e in log)}
         umax = self.plan.umax
         fed = 0
-        for key, (fid, hi, minp, started, _version) in sorted(self.index.items()):
+        for key, (fid, hi, minp, started, _version, _fed_to) in sorted(self.index.items()):
             fam = self.fams[fid]
             gkey = key.split("|", 1)[1]
             special = gkey in (KEYLESS_GROUP, WHOLE_GROUP)
             due = minp is not None and minp < w2
-            keyless_due = fid in fresh and fam.attr is not None and (started or gkey == KEYLESS_GROUP)
+            keyless_due = gkey == KEYLESS_GROUP and fid in fresh
             expiring = not special and started and minp is None and hi is not None and w - umax > hi + fam.reach
             if not (due or keyless_due or expiring):
                 continue
             g = self.group(fid, gkey)
+            log = self.log.get(fid, [])
             if due or keyless_due:
-                fed += g.release(w, self.log.get(fid, []), prev, self.decode, out)
+                fed += g.release(w, log, self.decode, out)
                 self._index(g)
             if g.expired(w):
+                fed += g.release(w, log, self.decode, out, final=True)
                 g.flush(out)
                 self._drop(key)
         self.released = w
@@ -345,16 +359,19 @@ class Bucket:
         """Keep the keyless events not yet released and those a group starting now could still need."""
         if w == INF:
             return
-        floor = w - self.plan.max_left - self.plan.umax - 1
+        floor = w - self.plan.max_left - self.plan.umax - 1  # a group starting now looks back this far
+        waiting = [e[5] for e in self.index.values() if e[3] and e[5] is not None]  # started groups' fed_to
+        floor2 = 2 * min(waiting, default=w)
         for fid, log in self.log.items():
-            self.log[fid] = [e for e in log if e[0] >= 2 * w or e[3] >= floor]
+            self.log[fid] = [e for e in log if e[0] >= floor2 or e[3] >= floor]
 
     def _index(self, g: StreamGroup) -> None:
         """Note a group changed in this call (written back by :meth:`save`)."""
         key = f"{g.fam.fid}|{g.gkey}"
         old = self.index.get(key)
         version = old[4] if old is not None else None
-        self.index[key] = [g.fam.fid, None if g.hi == NEG_INF else g.hi, g.min_pending(), g.started, version]
+        fed_to = None if g.fed_to == NEG_INF else g.fed_to
+        self.index[key] = [g.fam.fid, None if g.hi == NEG_INF else g.hi, g.min_pending(), g.started, version, fed_to]
         self.live[key] = g
         self.touched.add(key)
 
