@@ -61,6 +61,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-offsets-per-trigger", type=int, default=0, metavar="N", help="messages per batch")
     parser.add_argument("--trigger", type=float, default=0.0, metavar="S", help="seconds between micro-batches")
     parser.add_argument("--alertmanager", metavar="URL", help="also deliver the alert transitions to Alertmanager")
+    parser.add_argument(
+        "--cut",
+        choices=("declared", "safe"),
+        default="declared",
+        help="declared: take each query's partitioning at its word, as hcep run --workers (default); safe: queries "
+        "whose cut relies on the input run unpartitioned (exact on any input)",
+    )
+    parser.add_argument(
+        "--keyless-types",
+        metavar="T1,T2",
+        help="the event types that may lack the partition keys (e.g. Metric,LoadStd,Balance,Imbalance for the "
+        "Hadoop pack); the others must always carry them. Keyless events then reach a group only where its "
+        "patterns can place them (much less work); a violating event is dead-lettered",
+    )
     parser.add_argument("--explain", action="store_true", help="print how the stream is cut on stderr")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no per-batch progress lines")
 
@@ -75,7 +89,17 @@ def _plan(args: argparse.Namespace, cores: int) -> Any:
     buckets = args.buckets or max(2 * cores, 2)
     if buckets < 1:
         raise CommandError("hcep stream: --buckets must be at least 1")
-    return build_plan(plans, max_delta=args.max_delta, buckets=buckets, allowed_lateness=args.allowed_lateness)
+    keyless = None
+    if args.keyless_types is not None:
+        keyless = frozenset(t.strip() for t in args.keyless_types.split(",") if t.strip())
+    return build_plan(
+        plans,
+        max_delta=args.max_delta,
+        buckets=buckets,
+        allowed_lateness=args.allowed_lateness,
+        cut=args.cut,
+        keyless_types=keyless,
+    )
 
 
 def run(args: argparse.Namespace) -> int:

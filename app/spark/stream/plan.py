@@ -10,6 +10,12 @@ future is unknown, so it is asked without input statistics (``cut="declared"``: 
 ``hcep run --workers`` does -- exact when the types that start a skip_till_next_match or partition_contiguity run,
 and a singleton of a collapsed query, always carry the key, as in the Hadoop and Spark packs) or with statistics
 that promise nothing (``cut="safe"``: such queries run unpartitioned, in one group, exact on any input).
+
+``keyless_types`` declares which event types may lack the partition keys (the Ganglia types for the Hadoop pack,
+the types of ``hcep run``'s broadcast topic); every other type then always carries them.  That is what the batch
+planner learns from its input's statistics: the cut follows it, and a keyless event is merged into a group only
+where the pattern can place it (Q6's LoadStd between its reducer's start and end, not for ten minutes after), which
+is most of the operator's work saved.  An event that breaks the declaration is dead-lettered (``undeclared_keyless``).
 """
 
 from __future__ import annotations
@@ -70,6 +76,8 @@ class StreamPlan:
     bound: float  # seconds: the watermark's delay (largest delta + allowed lateness)
     buckets: int
     distinct: frozenset[str] = field(default_factory=frozenset)
+    keyless_types: frozenset[str] | None = None  # declared (see the module doc); None: unknown
+    cut: str = "declared"
     token: str = ""  # names this plan in the executors' caches
 
     @property
@@ -121,6 +129,37 @@ class UnknownStream(InputStats):
         pass
 
 
+class DeclaredStream(InputStats):
+    """Statistics of a stream whose keyless types are declared: those may lack any key, the others never do."""
+
+    def __init__(self, keyless: frozenset[str]) -> None:
+        super().__init__(events=0, widest=0, counts={}, lacking={})
+        self.keyless_types = keyless
+
+    def always_keyed(self, etype: str, attr: str) -> bool:
+        return etype not in self.keyless_types
+
+    def ever_keyed(self, etype: str, attr: str) -> bool:
+        return etype not in self.keyless_types
+
+    @property  # type: ignore[override]
+    def lacking(self) -> dict[str, dict[str, int]]:
+        return _Declared(self.keyless_types)
+
+    @lacking.setter
+    def lacking(self, value: Any) -> None:
+        pass
+
+
+class _Declared(dict):
+    def __init__(self, keyless: frozenset[str]) -> None:
+        super().__init__()
+        self.keyless = keyless
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return _Lacks() if key in self.keyless else {}
+
+
 CUTS = ("declared", "safe")
 
 
@@ -131,6 +170,7 @@ def build_plan(
     buckets: int,
     allowed_lateness: float = ALLOWED_LATENESS,
     cut: str = "declared",
+    keyless_types: frozenset[str] | None = None,
 ) -> StreamPlan:
     """Families from the batch planner (see the module doc for ``cut``), the watermark and uncertainty bounds of
     ``hcep run``."""
@@ -141,7 +181,12 @@ def build_plan(
     compiled = [compile_plan(p) for p in plans]
     tick = plans[0].tick if plans else 0.1
     families = []
-    for fam in plan_families(compiled, None if cut == "declared" else UnknownStream()):
+    stats: InputStats | None = None
+    if keyless_types is not None:
+        stats = DeclaredStream(frozenset(keyless_types))
+    elif cut == "safe":
+        stats = UnknownStream()
+    for fam in plan_families(compiled, stats):
         windows = [compiled[q].window for q in fam.queries]
         reach = UNBOUNDED if any(w is None for w in windows) else max([fam.reach, *(w + 1 for w in windows)])
         families.append(
@@ -165,6 +210,8 @@ def build_plan(
         bound=max_delta + allowed_lateness,
         buckets=max(int(buckets), 1),
         distinct=frozenset(p.name for p in plans if p.output == "distinct"),
+        keyless_types=None if keyless_types is None else frozenset(keyless_types),
+        cut=cut,
     )
     token = hashlib.sha1(json.dumps(plan_state(plan), default=str).encode()).hexdigest()[:16]
     return dataclasses.replace(plan, token=token)
@@ -185,6 +232,8 @@ def plan_state(plan: StreamPlan) -> dict[str, Any]:
     """What must not change under a checkpoint (a restart with other buckets or queries would misread the state)."""
     return {
         "buckets": plan.buckets,
+        "cut": plan.cut,
+        "keyless_types": None if plan.keyless_types is None else sorted(plan.keyless_types),
         "queries": [[p.name, p.strategy, p.output, p.confidence, p.tick] for p in plan.plans],
         "families": [[f.fid, f.attr, list(f.queries)] for f in plan.families],
     }

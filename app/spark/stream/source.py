@@ -80,6 +80,9 @@ def route(plan: StreamPlan, origin: str, pos: int, text: str, default_id: str, m
             add(plan.bucket_of(fam.fid, WHOLE_GROUP), fam.fid, WHOLE_GROUP, OWN)
             continue
         key = canonical_key(ev.attrs.get(fam.attr))
+        if key is None and plan.keyless_types is not None and ev.type not in plan.keyless_types:
+            reason = f"undeclared_keyless: a {ev.type} without {fam.attr} (declare its type in --keyless-types)"
+            return [_bad(reason, origin, pos, text)]
         if key is None:
             for b in range(plan.buckets):
                 add(b, fam.fid, None, KEYLESS)

@@ -29,12 +29,16 @@ def write_events(events: list[dict], path: Path) -> Path:
     return path
 
 
-def stream_plan(pack: Path = PACK, buckets: int = 3, cut: str = "declared"):
+#: hcep run's broadcast topic's types: what the Hadoop pack's streams send without job or task.
+GANGLIA = frozenset({"Metric", "LoadStd", "Balance", "Imbalance"})
+
+
+def stream_plan(pack: Path = PACK, buckets: int = 3, cut: str = "declared", keyless: frozenset[str] | None = None):
     from app.commands.batch import load_plans
     from app.spark.stream.plan import build_plan
 
     loader = argparse.Namespace(pack=str(pack), query=None, tick=None, strategy=None, output=None, confidence=None)
-    return build_plan(load_plans(loader), max_delta=7.5, buckets=buckets, cut=cut)
+    return build_plan(load_plans(loader), max_delta=7.5, buckets=buckets, cut=cut, keyless_types=keyless)
 
 
 def match(path: Path, pack: Path = PACK) -> list[dict]:

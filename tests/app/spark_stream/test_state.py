@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.spark_stream.conftest import ROOT, match, stream_plan, write_events
+from tests.app.spark_stream.conftest import GANGLIA, ROOT, match, stream_plan, write_events
 from tests.app.spark_stream.simulate import run_batches
 from tests.spark.helpers import assert_same_records
 
@@ -32,6 +32,21 @@ def test_simulated_cluster_equals_match(cluster_events: list[dict], tmp_path: Pa
     want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
     got, dead = run_batches(stream_plan(buckets=4), _batches(cluster_events, 10))
     assert len(want) > 100 and not dead
+    assert_same_records(got, want)
+
+
+def test_declared_keyless_types(cluster_events: list[dict], tmp_path: Path) -> None:
+    """With the Ganglia types declared keyless, keyless events reach a group only where its patterns can place them:
+    the same records; an event that breaks the declaration (a reducer without its task) is dead-lettered."""
+    broken = dict(next(e for e in cluster_events if e["type"] == "ReducerEnd"), id="broken")
+    del broken["task_id"]
+    want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
+    plan = stream_plan(buckets=4, keyless=GANGLIA)
+    assert plan.families[1].margin("LoadStd") == (0, 0)  # between a reducer's start and end (Q6)
+    batches = _batches(cluster_events, 10)
+    batches[3] = [*batches[3], ("broken.jsonl", 0, json.dumps(broken))]
+    got, dead = run_batches(plan, batches)
+    assert [d[13].split(":")[0] for d in dead] == ["undeclared_keyless"]
     assert_same_records(got, want)
 
 
