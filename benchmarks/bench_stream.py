@@ -15,6 +15,7 @@ JVM) and through a Kafka broker for ``hcep run`` (:func:`benchmarks.bench_pipeli
 - ``python`` = the stateful operator's own time summed over its calls (all workers), ``state`` its share spent in
   snapshots, restores and state store calls; ``spark`` = processing time x cores - python: the JVM side (file
   source, Arrow serialisation to and from the Python workers, the shuffle, RocksDB commits, the sink's collect).
+- ``--keyless-types`` (default the Ganglia types, as ``hcep run``'s broadcast topic) is passed to ``hcep stream``.
 - ``hcep run``: ``drain`` ev/s (the backlog worked off by one process) and the p50/p99 latency of its alerts
   (engine -> webhook), from :mod:`benchmarks.bench_pipeline`.
 Wall-clock figures: the machine's other load shows in them.
@@ -50,11 +51,11 @@ def write_input(events: list[dict], directory: Path, files: int) -> None:
     (directory / f"part-{part:04d}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in cur))
 
 
-def stream_row(master: str, in_dir: Path, work: Path, events: int) -> dict[str, Any]:
+def stream_row(master: str, in_dir: Path, work: Path, events: int, keyless: str = "") -> dict[str, Any]:
     """One ``hcep stream --available-now`` run; ``master`` ``current``: in this process (its active session)."""
     out, ck = work / f"out-{master}", work / f"ck-{master}"
     argv = ["stream", "--pack", str(PACK), "--input", str(in_dir), "--output", str(out), "--checkpoint", str(ck)]
-    argv += ["--available-now", "--no-progress"]
+    argv += ["--available-now", "--no-progress"] + (["--keyless-types", keyless] if keyless else [])
     t0 = time.perf_counter()
     if master == "current":
         from app.cli import main
@@ -171,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
         default=["local[1]", "local[2]"],
         help="Spark masters, one process each ('current': this process's active session)",
     )
+    parser.add_argument(
+        "--keyless-types",
+        default="Metric,LoadStd,Balance,Imbalance",
+        help="hcep stream's --keyless-types (default: the Ganglia types, hcep run's broadcast topic; '' : undeclared)",
+    )
     parser.add_argument("--bootstrap", help="Kafka broker for the hcep run row (default: start one in a temp dir)")
     parser.add_argument("--no-run", action="store_true", help="no hcep run row (no broker needed)")
     args = parser.parse_args(argv)
@@ -184,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         write_input(events, work / "in", args.files)
         for master in args.masters:
-            rows.append(stream_row(master, work / "in", work, len(events)))
+            rows.append(stream_row(master, work / "in", work, len(events), args.keyless_types))
         if not args.no_run:
             stop: list[str] | None = None
             bootstrap = args.bootstrap
