@@ -62,6 +62,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trigger", type=float, default=0.0, metavar="S", help="seconds between micro-batches")
     parser.add_argument("--alertmanager", metavar="URL", help="also deliver the alert transitions to Alertmanager")
     parser.add_argument(
+        "--matches-topic",
+        metavar="TOPIC",
+        help="also publish each committed record to this Kafka topic (JSON, keyed by record id; at-least-once: a "
+        "crash between a batch's commit and its publication publishes it again); needs --bootstrap",
+    )
+    parser.add_argument(
         "--cut",
         choices=("declared", "safe"),
         default="declared",
@@ -102,6 +108,25 @@ def _plan(args: argparse.Namespace, cores: int) -> Any:
     )
 
 
+def _publisher(bootstrap: str, topic: str, plan: Any) -> tuple[Any, Any]:
+    """Records to ``topic`` after each commit, keyed by their id (a consumer de-duplicates a repeated batch)."""
+    import json
+
+    from app.kafka_io import Producer
+    from contracts.records import record_id
+
+    producer = Producer(bootstrap)
+    outputs = {p.name: p.output for p in plan.plans}
+
+    def publish(records: list[dict[str, Any]]) -> None:
+        for record in records:
+            key = record_id(record, outputs.get(record["query"], "all")).encode()
+            producer.send(topic, json.dumps(record).encode(), key)
+        producer.flush()
+
+    return publish, producer
+
+
 def run(args: argparse.Namespace) -> int:
     if args.input is not None and not os.path.isdir(args.input):
         raise CommandError(f"hcep stream: no such directory: {args.input}")
@@ -132,7 +157,12 @@ def run(args: argparse.Namespace) -> int:
         sender = AlertmanagerSender(args.alertmanager)
         sender.start()
         deliver = sender.submit
-    sink = StreamSink(args.output, pack, plan.tick, deliver=deliver)
+    publish, producer = None, None
+    if args.matches_topic:
+        if not args.bootstrap:
+            raise CommandError("hcep stream: --matches-topic needs --bootstrap (the broker to publish to)")
+        publish, producer = _publisher(args.bootstrap, args.matches_topic, plan)
+    sink = StreamSink(args.output, pack, plan.tick, deliver=deliver, publish=publish)
     opts = StreamOptions(
         output=args.output,
         checkpoint=args.checkpoint,
@@ -153,9 +183,9 @@ def run(args: argparse.Namespace) -> int:
         except PlanMismatch as err:
             raise CommandError(f"hcep stream: {err}") from None
     if sender is not None:
-        stop = getattr(sender, "stop", None)
-        if callable(stop):
-            stop()
+        sender.stop()
+    if producer is not None:
+        producer.close()
     t = totals(args.output)
     seconds = time.monotonic() - started
     print(

@@ -89,7 +89,19 @@ def test_kafka_source(spark, kafka_broker, sample_events, tmp_path: Path, capsys
     producer.flush()
     producer.close()
     source = ("--bootstrap", kafka_broker.bootstrap, "--topics", f"{hadoop},{ganglia}")
-    out = _stream(capsys, tmp_path, *source)
+    out = _stream(capsys, tmp_path, *source, extra=("--matches-topic", "stream-test.matches"))
     from app.spark.stream.sink import read_records
 
-    assert_same_records(read_records(str(out)), match(write_events(sample_events, tmp_path / "all.jsonl")))
+    want = match(write_events(sample_events, tmp_path / "all.jsonl"))
+    assert_same_records(read_records(str(out)), want)
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(
+        "stream-test.matches",
+        bootstrap_servers=kafka_broker.bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+    )
+    published = [json.loads(m.value) for m in consumer]
+    consumer.close()
+    assert_same_records(published, want)
