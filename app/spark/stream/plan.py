@@ -120,7 +120,7 @@ class UnknownStream(InputStats):
     def ever_keyed(self, etype: str, attr: str) -> bool:
         return True
 
-    @property  # type: ignore[override]
+    @property
     def lacking(self) -> dict[str, dict[str, int]]:
         return _Unknown()
 
@@ -142,7 +142,7 @@ class DeclaredStream(InputStats):
     def ever_keyed(self, etype: str, attr: str) -> bool:
         return etype not in self.keyless_types
 
-    @property  # type: ignore[override]
+    @property
     def lacking(self) -> dict[str, dict[str, int]]:
         return _Declared(self.keyless_types)
 

@@ -431,7 +431,7 @@ def compiled_for(plan: StreamPlan) -> list[Any]:
 
 
 def _processor_base() -> type:
-    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
     return StatefulProcessor
 
