@@ -38,15 +38,17 @@ ROOT = Path(__file__).resolve().parents[1]
 PACK = ROOT / "queries" / "hadoop.yaml"
 
 
-def write_input(events: list[dict], directory: Path, files: int) -> None:
+def write_input(events: list[dict[str, Any]], directory: Path, files: int) -> None:
     """The events in time order over ``files`` JSON-lines files (cut between different times)."""
     directory.mkdir(parents=True, exist_ok=True)
     size = max(len(events) // files, 1)
-    part, cur = 0, []
+    part = 0
+    cur: list[dict[str, Any]] = []
     for i, e in enumerate(events):
         if len(cur) >= size and e["ts"] != events[i - 1]["ts"]:
             (directory / f"part-{part:04d}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in cur))
-            part, cur = part + 1, []
+            part += 1
+            cur = []
         cur.append(e)
     (directory / f"part-{part:04d}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in cur))
 
@@ -104,7 +106,7 @@ def stream_row(master: str, in_dir: Path, work: Path, events: int, keyless: str 
     }
 
 
-def run_row(bootstrap: str, hadoop: list[dict], ganglia: list[dict], work: Path) -> dict[str, Any]:
+def run_row(bootstrap: str, hadoop: list[dict[str, Any]], ganglia: list[dict[str, Any]], work: Path) -> dict[str, Any]:
     from benchmarks.bench_pipeline import one_row
 
     row = one_row(bootstrap, hadoop, ganglia, str(PACK), 50, str(work))
