@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     t = totals(args.output)
     seconds = time.monotonic() - started
     print(
-        f"hcep stream: {t['fed']} events fed, {t['records']} records, {t['alerts']} alert transitions, "
+        f"hcep stream: {t['fed']} events fed to groups, {t['records']} records, {t['alerts']} alert transitions, "
         f"{t['late']} late, {t['invalid']} invalid, {t['batches']} batches, {seconds:.1f} s",
         file=sys.stderr,
     )

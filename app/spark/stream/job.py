@@ -126,7 +126,7 @@ class Reporter:
                 extra = ""
                 if self.sink is not None:
                     t = self.sink.totals
-                    extra = f"; so far {t.fed} events fed, {t.records} records, {t.alerts} alerts, {t.late} late"
+                    extra = f"; so far {t.fed} fed to groups, {t.records} records, {t.alerts} alerts, {t.late} late"
                 if self.enabled:
                     print(f"hcep stream: {progress_line(data)}{extra}", file=sys.stderr, flush=True)
 

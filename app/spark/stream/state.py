@@ -6,9 +6,11 @@ Why this shape, and why it gives ``hcep match``'s records:
   runtime's order ``(mid2, seq)``; an event arriving behind ``W`` is *late* (dead-lettered and counted, never fed),
   so every group sees its stream in order, exactly once.
 - A group is fed its own events and the keyless events its family can need (:meth:`.plan.FamilyPlan.margin`): on
-  its first release, those of the bucket's keyless log within the left margin of its first event; afterwards, every
-  keyless event the watermark releases.  A record is kept only in its home group (one holding a keyed event, or --
-  for matches made of keyless events only -- the family's keyless group), as ``hcep batch`` does.
+  its first release, those of the bucket's keyless log within the left margin of its first event; afterwards, those
+  it has not seen, whenever its own events are due (keyless events wait in the log meanwhile: a quiet group is not
+  touched), and at its expiry those within the right margin of its last event.  A record is kept only in its home
+  group (one holding a keyed event, or -- for matches made of keyless events only -- the family's keyless group),
+  as ``hcep batch`` does.
 - A keyed group whose newest event is further than its family's reach behind ``W`` cannot take part in any new
   match: it is flushed (its pending records come out, as at the end of ``hcep match``'s input) and removed, so
   quiet keys leak no state.  An end-of-input marker (``--available-now``) releases and flushes everything.
