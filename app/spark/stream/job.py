@@ -145,8 +145,13 @@ def run(spark: Any, plan: StreamPlan, sink: StreamSink, opts: StreamOptions) -> 
             query.processAllAvailable()
             report(query)
             write_end_marker(opts.checkpoint, f"{int(time.time() * 1000)}-{uuid.uuid4().hex[:6]}")
+            before = report.seen
             query.processAllAvailable()
-            report(query)
+            for _ in range(20):  # the last batch's progress is posted just after its commit
+                report(query)
+                if report.seen > before:
+                    break
+                time.sleep(0.25)
             return
         while query.isActive and not stop.is_set():
             query.awaitTermination(1.0)
