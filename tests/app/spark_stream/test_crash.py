@@ -1,6 +1,7 @@
-"""Kill -9 in mid-stream: ``hcep stream`` as its own process (its own local Spark), files landing over time; the
-whole process group (driver, JVM, Python workers) is killed after a few micro-batches, more files land, and a
-restart with the same checkpoint finishes with ``--available-now``.  No record or alert transition is lost or
+"""SIGTERM, then kill -9 in mid-stream: ``hcep stream`` as its own process (its own local Spark), files landing over
+time; SIGTERM stops it cleanly; a second run's driver is killed (-9) after a few micro-batches (its JVM and Python
+workers must die with it); more files land, and a restart with the same checkpoint finishes with
+``--available-now``.  No record or alert transition is lost or
 repeated: the records are ``hcep match``'s, each once, and the alerts those of an uninterrupted run's rules over
 the same records."""
 
@@ -45,32 +46,59 @@ def _commits(tmp_path: Path) -> int:
     return len(list(base.glob("*.json"))) if base.is_dir() else 0
 
 
-def test_kill_9_then_restart(cluster_events: list[dict], tmp_path: Path) -> None:
+def _run_until(proc: subprocess.Popen, tmp_path: Path, parts: list, landed: int, stop_at: int, log: str) -> int:
+    """Land parts one by one as the stream commits batches, until ``stop_at`` commits (or 4 minutes)."""
+    deadline = time.monotonic() + 240
+    while _commits(tmp_path) < stop_at and time.monotonic() < deadline and proc.poll() is None:
+        if landed < len(parts) - 2 and _commits(tmp_path) >= landed - 1:
+            _land(parts[landed], tmp_path / "in", f"part-{landed:02d}.jsonl")
+            landed += 1
+        time.sleep(0.5)
+    assert proc.poll() is None, (tmp_path / log).read_text()[-3000:]
+    assert _commits(tmp_path) >= stop_at, "the stream made no progress"
+    return landed
+
+
+def _gone(pgid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def test_sigterm_then_kill_9_then_restart(cluster_events: list[dict], tmp_path: Path) -> None:
     from app.spark.stream.sink import read_alerts, read_records
 
     want = match(write_events(cluster_events, tmp_path / "all.jsonl"))
-    parts = _split(cluster_events, 8)
+    parts = _split(cluster_events, 10)
     (tmp_path / "in").mkdir()
+    # 1. SIGTERM stops the query cleanly: exit 0, the summary printed.
+    proc = _start(tmp_path)
+    landed = _run_until(proc, tmp_path, parts, 0, 2, "log-0.txt")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(120) == 0
+    assert "records" in (tmp_path / "log-0.txt").read_text().splitlines()[-1]
+    # 2. Kill -9 the driver in mid-stream: its JVM and Python workers go with it.
     proc = _start(tmp_path)
     try:
-        landed = 0
-        deadline = time.monotonic() + 240
-        while _commits(tmp_path) < 4 and time.monotonic() < deadline and proc.poll() is None:
-            if landed < 5 and _commits(tmp_path) >= landed - 1:
-                _land(parts[landed], tmp_path / "in", f"part-{landed:02d}.jsonl")
-                landed += 1
-            time.sleep(0.5)
-        assert proc.poll() is None, (tmp_path / "log-0.txt").read_text()[-3000:]
-        assert _commits(tmp_path) >= 4, "the stream made no progress"
+        landed = _run_until(proc, tmp_path, parts, landed, _commits(tmp_path) + 3, "log-1.txt")
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGKILL)
         proc.wait(30)
+        if not _gone(proc.pid, 60):
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail("the driver's JVM outlived it by a minute")
     before = len(read_records(str(tmp_path / "out")))
+    # 3. The rest lands; a restart on the same checkpoint finishes with --available-now.
     for i in range(landed, len(parts)):
         _land(parts[i], tmp_path / "in", f"part-{i:02d}.jsonl")
     proc = _start(tmp_path, "--available-now", "--no-progress")
     try:
-        assert proc.wait(300) == 0, (tmp_path / "log-1.txt").read_text()[-3000:]
+        assert proc.wait(300) == 0, (tmp_path / "log-2.txt").read_text()[-3000:]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
