@@ -57,6 +57,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allowed-lateness", type=non_negative_seconds, default=2.0, metavar="S", help="on top of --max-delta (2)"
     )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        metavar="N",
+        help="the state operator's tasks (spark.sql.shuffle.partitions; default 2 x cores; fixed by the checkpoint)",
+    )
     parser.add_argument("--max-files-per-trigger", type=int, metavar="N", help="files per micro-batch (--input)")
     parser.add_argument("--max-offsets-per-trigger", type=int, default=0, metavar="N", help="messages per batch")
     parser.add_argument("--trigger", type=float, default=0.0, metavar="S", help="seconds between micro-batches")
@@ -175,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
         trigger_seconds=args.trigger,
         progress=args.progress,
         max_width=max_width_ticks(args.max_delta, plan.tick),
+        partitions=args.partitions,
     )
     started = time.monotonic()
     with spark_session(master, app_name="hcep-stream") as spark:

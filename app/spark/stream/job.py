@@ -44,6 +44,7 @@ class StreamOptions:
     trigger_seconds: float = 0.0
     progress: bool = True
     max_width: int = 2**62
+    partitions: int | None = None  # spark.sql.shuffle.partitions for a new checkpoint (a restart keeps its own)
 
 
 class PlanMismatch(ValueError):
@@ -72,6 +73,8 @@ def start(spark: Any, plan: StreamPlan, sink: StreamSink, opts: StreamOptions) -
     """Start the streaming query (see the module doc)."""
     for key, value in STATE_CONF.items():
         spark.conf.set(key, value)
+    if opts.partitions:
+        spark.conf.set("spark.sql.shuffle.partitions", str(opts.partitions))
     if opts.input_dir is not None:
         lines = file_lines(spark, opts.input_dir, opts.max_files)
     else:
