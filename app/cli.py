@@ -149,6 +149,7 @@ MODULE_COMMANDS: list[tuple[str, str | None, str, list[tuple[str, str, str]]]] =
     ("explain", "explain", "print the evaluation plan chosen for each query", []),
     ("archive", "archive", "archive events and match records as Parquet, partitioned by date and type", []),
     ("batch", "batch", "run a query pack over recorded events or raw logs on Spark (same records as match)", []),
+    ("stream", "stream", "run a query pack as a Spark Structured Streaming query (files or Kafka in, Parquet out)", []),
     ("history", "history", "Spark aggregates of the archive (task durations, skew, queued data, anomalies)", []),
     ("dashboard", "dashboard", "the ops dashboard (Streamlit, loopback): store, match files, Spark history", []),
 ]

@@ -1,4 +1,5 @@
-"""The Parquet archive (``app.spark.archive``: ``ROOT/events``, ``ROOT/matches``, hive-partitioned).
+"""The Parquet archive (``app.spark.archive``: ``ROOT/events``, ``ROOT/matches``, hive-partitioned), and the output
+directory of ``hcep stream`` (the same ``matches/`` layout, plus its alert transitions in ``ROOT/alerts/*.jsonl``).
 
 Why the typed columns and not the ``attrs`` JSON: the pages need only the common attributes (job, task, host,
 period, val, size...), which the archive already keeps as columns; parsing every event's JSON would dominate a refresh.
@@ -15,8 +16,9 @@ from typing import Any
 import pandas as pd
 
 from dashboards import records
+from dashboards.backends.jsonl import JsonlBackend
 
-EVENTS_DIR, MATCHES_DIR = "events", "matches"
+EVENTS_DIR, MATCHES_DIR, ALERTS_DIR = "events", "matches", "alerts"
 #: Event types whose ``attrs`` JSON is expanded (what ``dashboards.spark`` reads of the events).
 EXPANDED = frozenset({"SparkAppStart", "SparkAppEnd", "StageCompleted", "ExecutorRemoved"})
 
@@ -37,10 +39,13 @@ class ArchiveBackend:
             return []
         return sorted(self.root.rglob("*.parquet"))
 
+    def _alerts(self) -> JsonlBackend:
+        return JsonlBackend(self.root / ALERTS_DIR)
+
     def version(self) -> tuple[Any, ...]:
         files = self._parquet_files()
         newest = max((p.stat().st_mtime_ns for p in files), default=0)
-        return (len(files), newest)
+        return (len(files), newest, self._alerts().version())
 
     def _events(self) -> pd.DataFrame:
         path = self.root / EVENTS_DIR
@@ -92,4 +97,5 @@ class ArchiveBackend:
         return records.matches_frame(rows)
 
     def load(self) -> dict[str, pd.DataFrame]:
-        return {"matches": self._matches(), "events": self._events(), "alerts": pd.DataFrame(), "stats": pd.DataFrame()}
+        found = self._alerts().load()["alerts"] if (self.root / ALERTS_DIR).is_dir() else pd.DataFrame()
+        return {"matches": self._matches(), "events": self._events(), "alerts": found, "stats": pd.DataFrame()}

@@ -1,0 +1,203 @@
+"""``hcep stream --pack FILE (--input DIR | --bootstrap HOST:PORT) --output DIR --checkpoint DIR``: the query pack
+as a Spark Structured Streaming query (:mod:`app.spark.stream`).
+
+Records go to ``OUTPUT/matches`` in the archive's layout, alert transitions to ``OUTPUT/alerts``, late and invalid
+events to ``OUTPUT/dead_letters``; each micro-batch once, whatever restarts happen (the checkpoint).
+``--available-now`` processes what is there, ends the input (every partial match is released, as at the end of
+``hcep match``'s file) and exits; otherwise the query runs until SIGTERM or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from app.commands import CommandError
+
+DEFAULT_TOPICS = "hcep.events.hadoop,hcep.events.ganglia"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from app.commands.argtypes import non_negative_seconds
+
+    parser.add_argument("--pack", required=True, metavar="FILE", help="a YAML query pack (e.g. queries/hadoop.yaml)")
+    parser.add_argument("--query", action="append", metavar="NAME", help="run only this query (repeatable)")
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--input", metavar="DIR", help="a directory of JSON-lines event files (new files are picked up)")
+    src.add_argument("--bootstrap", metavar="HOST:PORT", help="read Kafka (the hcep-kafka Python source)")
+    parser.add_argument(
+        "--topics", default=DEFAULT_TOPICS, metavar="T1,T2", help=f"Kafka topics to read (default {DEFAULT_TOPICS})"
+    )
+    parser.add_argument("--output", required=True, metavar="DIR", help="records, alerts and dead letters go here")
+    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="Spark's checkpoint (offsets and state)")
+    parser.add_argument(
+        "--available-now",
+        action="store_true",
+        help="process what is there, end the input (flush every partial match) and exit",
+    )
+    parser.add_argument(
+        "--master", metavar="URL", help="Spark master (default $HCEP_SPARK_MASTER or local[N]; e.g. local[2], yarn)"
+    )
+    parser.add_argument(
+        "--buckets",
+        type=int,
+        metavar="N",
+        help="state keys the groups are hashed into (default 2 x cores; fixed for the life of a checkpoint)",
+    )
+    parser.add_argument(
+        "--max-delta",
+        type=non_negative_seconds,
+        metavar="S",
+        help="widest accepted half-interval (default: the pack's settings.max_delta, else 7.5); the watermark waits "
+        "this plus --allowed-lateness",
+    )
+    parser.add_argument(
+        "--allowed-lateness", type=non_negative_seconds, default=2.0, metavar="S", help="on top of --max-delta (2)"
+    )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        metavar="N",
+        help="the state operator's tasks (spark.sql.shuffle.partitions; default 2 x cores; fixed by the checkpoint)",
+    )
+    parser.add_argument("--max-files-per-trigger", type=int, metavar="N", help="files per micro-batch (--input)")
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=0, metavar="N", help="messages per batch")
+    parser.add_argument("--trigger", type=float, default=0.0, metavar="S", help="seconds between micro-batches")
+    parser.add_argument("--alertmanager", metavar="URL", help="also deliver the alert transitions to Alertmanager")
+    parser.add_argument(
+        "--matches-topic",
+        metavar="TOPIC",
+        help="also publish each committed record to this Kafka topic (JSON, keyed by record id; at-least-once: a "
+        "crash between a batch's commit and its publication publishes it again); needs --bootstrap",
+    )
+    parser.add_argument(
+        "--cut",
+        choices=("declared", "safe"),
+        default="declared",
+        help="declared: take each query's partitioning at its word, as hcep run --workers (default); safe: queries "
+        "whose cut relies on the input run unpartitioned (exact on any input)",
+    )
+    parser.add_argument(
+        "--keyless-types",
+        metavar="T1,T2",
+        help="the event types that may lack the partition keys (e.g. Metric,LoadStd,Balance,Imbalance for the "
+        "Hadoop pack); the others must always carry them. Keyless events then reach a group only where its "
+        "patterns can place them (much less work); a violating event is dead-lettered",
+    )
+    parser.add_argument("--explain", action="store_true", help="print how the stream is cut on stderr")
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no per-batch progress lines")
+
+
+def _plan(args: argparse.Namespace, cores: int) -> Any:
+    """The pack as ``hcep run`` runs it (no overrides), cut by the batch planner's shared code."""
+    from app.commands.batch import load_plans
+    from app.spark.stream.plan import build_plan
+
+    no_overrides = {"tick": None, "strategy": None, "output": None, "confidence": None}
+    plans = load_plans(argparse.Namespace(pack=args.pack, query=args.query, **no_overrides))
+    buckets = args.buckets or max(2 * cores, 2)
+    if buckets < 1:
+        raise CommandError("hcep stream: --buckets must be at least 1")
+    keyless = None
+    if args.keyless_types is not None:
+        keyless = frozenset(t.strip() for t in args.keyless_types.split(",") if t.strip())
+    return build_plan(
+        plans,
+        max_delta=args.max_delta,
+        buckets=buckets,
+        allowed_lateness=args.allowed_lateness,
+        cut=args.cut,
+        keyless_types=keyless,
+    )
+
+
+def _publisher(bootstrap: str, topic: str, plan: Any) -> tuple[Any, Any]:
+    """Records to ``topic`` after each commit, keyed by their id (a consumer de-duplicates a repeated batch)."""
+    import json
+
+    from app.kafka_io import Producer
+    from contracts.records import record_id
+
+    producer = Producer(bootstrap)
+    outputs = {p.name: p.output for p in plan.plans}
+
+    def publish(records: list[dict[str, Any]]) -> None:
+        for record in records:
+            key = record_id(record, outputs.get(record["query"], "all")).encode()
+            producer.send(topic, json.dumps(record).encode(), key)
+        producer.flush()
+
+    return publish, producer
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.input is not None and not os.path.isdir(args.input):
+        raise CommandError(f"hcep stream: no such directory: {args.input}")
+    try:
+        from app.spark.session import local_cores, spark_session
+        from app.spark.stream.job import PlanMismatch, StreamOptions
+        from app.spark.stream.job import run as run_job
+        from app.spark.stream.plan import describe
+        from app.spark.stream.sink import StreamSink, totals
+    except ImportError as err:
+        raise CommandError(f"hcep stream needs PySpark, pandas and pyarrow ({err})") from None
+    from app.commands.match import load_pack, max_delta_of
+    from app.spark.session import default_master
+    from engine.events import max_width_ticks
+
+    pack = load_pack(args.pack)
+    args.max_delta = max_delta_of(args, pack)
+    master = args.master or default_master()
+    plan = _plan(args, local_cores(master))
+    if args.explain:
+        for line in describe(plan):
+            print(f"hcep stream: {line}", file=sys.stderr)
+    deliver = None
+    sender = None
+    if args.alertmanager:
+        from app.alerts.alertmanager import AlertmanagerSender
+
+        sender = AlertmanagerSender(args.alertmanager)
+        sender.start()
+        deliver = sender.submit
+    publish, producer = None, None
+    if args.matches_topic:
+        if not args.bootstrap:
+            raise CommandError("hcep stream: --matches-topic needs --bootstrap (the broker to publish to)")
+        publish, producer = _publisher(args.bootstrap, args.matches_topic, plan)
+    sink = StreamSink(args.output, pack, plan.tick, deliver=deliver, publish=publish)
+    opts = StreamOptions(
+        output=args.output,
+        checkpoint=args.checkpoint,
+        input_dir=args.input,
+        bootstrap=args.bootstrap,
+        topics=[t.strip() for t in args.topics.split(",") if t.strip()],
+        available_now=args.available_now,
+        max_files=args.max_files_per_trigger,
+        max_per_trigger=args.max_offsets_per_trigger,
+        trigger_seconds=args.trigger,
+        progress=args.progress,
+        max_width=max_width_ticks(args.max_delta, plan.tick),
+        partitions=args.partitions,
+    )
+    started = time.monotonic()
+    with spark_session(master, app_name="hcep-stream") as spark:
+        try:
+            run_job(spark, plan, sink, opts)
+        except PlanMismatch as err:
+            raise CommandError(f"hcep stream: {err}") from None
+    if sender is not None:
+        sender.stop()
+    if producer is not None:
+        producer.close()
+    t = totals(args.output)
+    seconds = time.monotonic() - started
+    print(
+        f"hcep stream: {t['fed']} events fed to groups, {t['records']} records, {t['alerts']} alert transitions, "
+        f"{t['late']} late, {t['invalid']} invalid, {t['batches']} batches, {seconds:.1f} s",
+        file=sys.stderr,
+    )
+    return 0

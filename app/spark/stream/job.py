@@ -1,0 +1,169 @@
+"""``hcep stream``'s query: built from the parts, started, reported and stopped.
+
+Why ``processAllAvailable`` for ``--available-now``: the end-of-input marker must come after everything that was
+there, so the data is processed first, then the marker dropped into the control directory and processed too (it
+releases and flushes every group, as the end of ``hcep match``'s input does); the query then stops.  Without it the
+query runs until SIGTERM or Ctrl-C, which stop it between micro-batches.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.spark.stream.plan import StreamPlan, plan_state
+from app.spark.stream.sink import StreamSink
+from app.spark.stream.source import file_lines, kafka_lines, routed_events, write_end_marker
+from app.spark.stream.state import OUT_SCHEMA, BucketProcessor
+
+#: The state store that holds large state off the JVM heap (and that transformWithState requires).
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+STATE_CONF = {
+    "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+}
+
+
+@dataclass
+class StreamOptions:
+    output: str
+    checkpoint: str
+    input_dir: str | None = None
+    bootstrap: str | None = None
+    topics: list[str] = field(default_factory=lambda: ["hcep.events.hadoop", "hcep.events.ganglia"])
+    available_now: bool = False
+    max_files: int | None = None
+    max_per_trigger: int = 0
+    trigger_seconds: float = 0.0
+    progress: bool = True
+    max_width: int = 2**62
+    partitions: int | None = None  # spark.sql.shuffle.partitions for a new checkpoint (a restart keeps its own)
+
+
+class PlanMismatch(ValueError):
+    """A checkpoint written by another plan (buckets, queries): its state would be misread."""
+
+
+def check_plan(checkpoint: str, plan: StreamPlan) -> None:
+    """Record the plan beside the checkpoint the first time; refuse another one later."""
+    import json
+
+    path = Path(checkpoint) / "hcep-plan.json"
+    mine = json.loads(json.dumps(plan_state(plan), default=str))
+    if path.exists():
+        theirs = json.loads(path.read_text())
+        if theirs != mine:
+            raise PlanMismatch(
+                f"checkpoint {checkpoint} was written by another plan (queries or --buckets differ): "
+                "use a new --checkpoint (and --output) for a changed pack"
+            )
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(mine, indent=1))
+
+
+def start(spark: Any, plan: StreamPlan, sink: StreamSink, opts: StreamOptions) -> Any:
+    """Start the streaming query (see the module doc)."""
+    for key, value in STATE_CONF.items():
+        spark.conf.set(key, value)
+    if opts.partitions:
+        spark.conf.set("spark.sql.shuffle.partitions", str(opts.partitions))
+    if opts.input_dir is not None:
+        lines = file_lines(spark, opts.input_dir, opts.max_files)
+    else:
+        assert opts.bootstrap is not None
+        lines = kafka_lines(spark, opts.bootstrap, opts.topics, max_per_trigger=opts.max_per_trigger)
+    events = routed_events(spark, lines, opts.checkpoint, plan, opts.max_width)
+    matched = events.groupBy("bucket").transformWithStateInPandas(
+        statefulProcessor=BucketProcessor(plan), outputStructType=OUT_SCHEMA, outputMode="Append", timeMode="EventTime"
+    )
+    writer = (
+        matched.writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(Path(opts.checkpoint) / "spark"))
+        .queryName(f"hcep-stream-{uuid.uuid4().hex[:8]}")
+    )
+    if opts.trigger_seconds > 0:
+        writer = writer.trigger(processingTime=f"{opts.trigger_seconds} seconds")
+    return writer.start()
+
+
+def progress_line(p: dict[str, Any]) -> str:
+    """One concise line of a ``StreamingQueryProgress``: batch, input rows, rows/s, state rows, watermark."""
+    state = sum(op.get("numRowsTotal", 0) for op in p.get("stateOperators", []))
+    mem = sum(op.get("memoryUsedBytes", 0) for op in p.get("stateOperators", []))
+    wm = (p.get("eventTime") or {}).get("watermark", "-")
+    rate = p.get("processedRowsPerSecond") or 0.0
+    ms = (p.get("durationMs") or {}).get("triggerExecution", 0)
+    return (
+        f"batch {p.get('batchId')}: {p.get('numInputRows', 0)} input rows, {rate:.0f} rows/s, {ms} ms, "
+        f"state {state} rows ({mem / 1e6:.1f} MB), watermark {wm}"
+    )
+
+
+class Reporter:
+    """Prints each new batch's progress once (stderr), with the sink's running totals (Spark counts input rows:
+    whole files or messages, not events)."""
+
+    def __init__(self, enabled: bool, sink: StreamSink | None = None) -> None:
+        self.enabled = enabled
+        self.sink = sink
+        self.seen = -1
+
+    def __call__(self, query: Any) -> None:
+        for p in query.recentProgress:
+            data = json.loads(p.json) if hasattr(p, "json") else dict(p)
+            bid = data.get("batchId", -1)
+            if bid > self.seen:
+                self.seen = bid
+                if self.sink is not None:  # every batch's progress, for tools and the benchmark
+                    self.sink.progress_log.parent.mkdir(parents=True, exist_ok=True)
+                    with self.sink.progress_log.open("a") as f:
+                        f.write(json.dumps(data) + "\n")
+                extra = ""
+                if self.sink is not None:
+                    t = self.sink.totals
+                    extra = f"; so far {t.fed} fed to groups, {t.records} records, {t.alerts} alerts, {t.late} late"
+                if self.enabled:
+                    print(f"hcep stream: {progress_line(data)}{extra}", file=sys.stderr, flush=True)
+
+
+def run(spark: Any, plan: StreamPlan, sink: StreamSink, opts: StreamOptions) -> None:
+    """Run the query to its end: ``--available-now`` (data, then the end marker) or a stop signal."""
+    check_plan(opts.checkpoint, plan)
+    query = start(spark, plan, sink, opts)
+    report = Reporter(opts.progress, sink)
+    stop = threading.Event()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        if opts.available_now:
+            query.processAllAvailable()
+            report(query)
+            write_end_marker(opts.checkpoint, f"{int(time.time() * 1000)}-{uuid.uuid4().hex[:6]}")
+            before = report.seen
+            query.processAllAvailable()
+            for _ in range(20):  # the last batch's progress is posted just after its commit
+                report(query)
+                if report.seen > before:
+                    break
+                time.sleep(0.25)
+            return
+        while query.isActive and not stop.is_set():
+            query.awaitTermination(1.0)
+            report(query)
+        if query.exception() is not None:
+            raise RuntimeError(str(query.exception()))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        query.stop()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,233 @@
+"""What a micro-batch leaves behind, written once whatever restarts happen (``foreachBatch`` with the batch id).
+
+Layout under ``--output`` (the archive's, so ``hcep history``, ``hcep batch`` and the dashboard read it)::
+
+    OUT/matches/date=D/query=Q/part-stream-<batch>-<i>.parquet   records (app.spark.archive.MATCH_SCHEMA)
+    OUT/alerts/alerts-<batch>.jsonl                                alert transitions (Alertmanager v2 objects)
+    OUT/dead_letters/dead-<batch>.jsonl                            late and invalid events, with the reason
+    OUT/_stream/commits/<batch>.json                               the batch's counts and the alert rules' state
+
+Why it cannot duplicate: every file name is a function of the batch id and the batch's content is a function of
+its input offsets and the state before it (both in Spark's checkpoint), so a batch Spark runs again after a crash
+rewrites the same files; files are written aside and renamed in, and the commit file, renamed in last, makes a
+batch that Spark replays once more after it was committed here a no-op.  The alert rules' state is carried from
+commit to commit, so alerts are judged once per record, in record order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.spark.archive import MATCH_PARTITIONS, MATCH_SCHEMA, MATCHES_DIR, _write, match_row
+
+STREAM_DIR = "_stream"
+ALERTS_DIR = "alerts"
+DEAD_DIR = "dead_letters"
+#: Completion order of records within a batch (as ``hcep batch`` merges its groups').
+ORDER = ("emit_mid2", "emit_seq", "qidx", "emit_idx", "gkey")
+END = 2**62
+
+
+@dataclass
+class Totals:
+    """Counts since the stream began (carried in the commits)."""
+
+    records: int = 0
+    alerts: int = 0
+    late: int = 0
+    invalid: int = 0
+    fed: int = 0
+    batches: int = 0
+    busy_ms: float = 0.0  # the operator's Python time (all workers), and its state share (snapshots, restores)
+    state_ms: float = 0.0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.tmp"
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class StreamSink:
+    """The ``foreachBatch`` function (see the module doc).  ``pack``: the loaded pack (its alert rules);
+    ``deliver``: called with each committed batch's alert transitions (Alertmanager, after the commit)."""
+
+    def __init__(
+        self,
+        out: str,
+        pack: Any,
+        tick: float,
+        *,
+        publish: Callable[[list[dict[str, Any]]], None] | None = None,
+        deliver: Callable[[list[Any]], None] | None = None,
+    ) -> None:
+        from app.alerts.rules import AlertEngine
+
+        self.out = Path(out)
+        self.tick = tick
+        self.alerts = AlertEngine(pack)
+        self.publish = publish
+        self.deliver = deliver
+        self.commits = self.out / STREAM_DIR / "commits"
+        self.progress_log = self.out / STREAM_DIR / "progress.jsonl"
+        self.totals = Totals()
+        self.last_batch = -1
+        self._load()
+
+    def _load(self) -> None:
+        done = sorted(int(p.stem) for p in self.commits.glob("*.json")) if self.commits.is_dir() else []
+        if not done:
+            return
+        data = json.loads((self.commits / f"{done[-1]:012d}.json").read_text())
+        self.last_batch = done[-1]
+        self.alerts.restore(data.get("alerts_state"))
+        self.totals = Totals(**data.get("totals", {}))
+
+    def committed(self, batch_id: int) -> bool:
+        return (self.commits / f"{batch_id:012d}.json").exists()
+
+    def __call__(self, frame: Any, batch_id: int) -> None:
+        if self.committed(batch_id):
+            return  # Spark replays a batch this sink committed before the crash: nothing to do
+        rows = [r.asDict() for r in frame.collect()]
+        self.write(rows, batch_id)
+
+    def write(self, rows: list[dict[str, Any]], batch_id: int) -> None:
+        """Commit one batch's operator output (plain dicts of :data:`app.spark.stream.state.OUT_SCHEMA`)."""
+        records = sorted((r for r in rows if r["kind"] == "record"), key=lambda r: tuple(r[c] for c in ORDER))
+        dead = sorted((r for r in rows if r["kind"] == "dead"), key=lambda r: (r["origin"] or "", r["pos"] or 0))
+        clocks = [r for r in rows if r["kind"] == "clock"]
+        wm_ms = max((r["wm"] for r in clocks), default=0)
+        fed = sum(r["fed"] or 0 for r in clocks)
+        name = f"{batch_id:012d}"
+        dicts = [_record(r) for r in records]
+        transitions = self._judge(records, dicts, wm_ms)
+        staging = self.out / STREAM_DIR / "staging" / name
+        shutil.rmtree(staging, ignore_errors=True)
+        if dicts:
+            rows_out = [match_row(d, i) for i, d in enumerate(dicts)]
+            _write(staging, rows_out, MATCH_SCHEMA, MATCH_PARTITIONS, f"stream-{name}")
+            for file in sorted(staging.rglob("*.parquet")):
+                final = self.out / MATCHES_DIR / file.relative_to(staging)
+                final.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(file, final)
+        shutil.rmtree(staging, ignore_errors=True)
+        if transitions:
+            text = "".join(json.dumps(a.to_json()) + "\n" for a in transitions)
+            _atomic_text(self.out / ALERTS_DIR / f"alerts-{name}.jsonl", text)
+        if dead:
+            text = "".join(
+                json.dumps({"reason": d["reason"], "origin": d["origin"], "pos": d["pos"], "text": d["text"]}) + "\n"
+                for d in dead
+            )
+            _atomic_text(self.out / DEAD_DIR / f"dead-{name}.jsonl", text)
+        t = self.totals
+        t.records += len(dicts)
+        t.alerts += len(transitions)
+        t.fed += fed
+        t.batches += 1
+        t.busy_ms += sum(r.get("busy_ms") or 0.0 for r in clocks)
+        t.state_ms += sum(r.get("state_ms") or 0.0 for r in clocks)
+        for d in dead:
+            reason = "late" if d["reason"] == "late" else "invalid"
+            t.reasons[reason] = t.reasons.get(reason, 0) + 1
+        t.late = t.reasons.get("late", 0)
+        t.invalid = t.reasons.get("invalid", 0)
+        commit = {
+            "batch": batch_id,
+            "records": len(dicts),
+            "alert_count": len(transitions),
+            "dead": len(dead),
+            "late": sum(1 for d in dead if d["reason"] == "late"),
+            "watermark_ms": wm_ms,
+            "totals": t.__dict__,
+            "alerts_state": self.alerts.snapshot(),
+        }
+        _atomic_text(self.commits / f"{name}.json", json.dumps(commit, default=str))
+        self.last_batch = batch_id
+        if self.publish is not None and dicts:
+            self.publish(dicts)  # after the commit: at-least-once, keyed by record id
+        if self.deliver is not None and transitions:
+            self.deliver(transitions)
+
+    def _judge(self, rows: list[dict[str, Any]], dicts: list[dict[str, Any]], wm_ms: int) -> list[Any]:
+        """The alert rules over the batch's records in completion order, in stream time (the completing event's
+        point; a record flushed at a group's expiry or the end counts at the watermark), then the watermark."""
+        out: list[Any] = []
+        engine = self.alerts
+        wm = wm_ms / 1000.0 if wm_ms > 0 else -math.inf
+        for row, record in zip(rows, dicts, strict=True):
+            at = row["emit_mid2"] * self.tick / 2 if row["emit_mid2"] < END else max(engine.now, wm)
+            out.extend(engine.observe(record, max(at, engine.now)))
+        if wm > engine.now:
+            out.extend(engine.advance(wm))
+        return out
+
+
+def _record(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "query": row["query"],
+        "match": json.loads(row["match"]),
+        "confidence": row["confidence"],
+        "start": row["start"],
+        "end": row["end"],
+        "return": json.loads(row["ret"]),
+    }
+
+
+def read_records(out: str) -> list[dict[str, Any]]:
+    """The records a stream wrote under ``out`` (SPEC section 5 dicts), in commit order."""
+    from app.spark.archive import read_table
+
+    table = read_table(out, MATCHES_DIR)
+    return [
+        {
+            "query": r["query"],
+            "match": json.loads(r["match"]),
+            "confidence": r["confidence"],
+            "start": r["start"],
+            "end": r["end"],
+            "return": json.loads(r["return"]),
+        }
+        for r in table.to_pylist()
+    ]
+
+
+def read_jsonl_dir(base: Path) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if not base.is_dir():
+        return out
+    for path in sorted(base.glob("*.jsonl")):
+        out.extend(json.loads(line) for line in path.read_text().splitlines() if line.strip())
+    return out
+
+
+def read_alerts(out: str) -> list[dict[str, Any]]:
+    return read_jsonl_dir(Path(out) / ALERTS_DIR)
+
+
+def read_dead(out: str) -> list[dict[str, Any]]:
+    return read_jsonl_dir(Path(out) / DEAD_DIR)
+
+
+def totals(out: str) -> dict[str, Any]:
+    """The newest commit's totals (what ``hcep stream`` prints at the end)."""
+    base = Path(out) / STREAM_DIR / "commits"
+    done = sorted(base.glob("*.json")) if base.is_dir() else []
+    if not done:
+        return Totals().__dict__
+    return dict(json.loads(done[-1].read_text())["totals"])
+
+
+def warn(text: str) -> None:
+    print(f"hcep stream: {text}", file=sys.stderr, flush=True)

@@ -1,0 +1,75 @@
+"""The stateful operator's logic without Spark: micro-batches of lines through the router and the buckets, under
+Spark's watermark rule (the maximum event time of earlier batches minus the delay), with an in-memory state store."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from app.spark.stream.plan import StreamPlan
+from app.spark.stream.sink import ORDER
+from app.spark.stream.source import END_KEY, route
+from app.spark.stream.state import Bucket, compiled_for, pack_blob, unpack_blob
+
+
+class DictStore(dict):
+    def get(self, key: str) -> Any:  # type: ignore[override]
+        return super().get(key)
+
+    def put(self, key: str, blob: bytes) -> None:
+        self[key] = blob
+
+    def remove(self, key: str) -> None:
+        self.pop(key, None)
+
+
+def run_batches(
+    plan: StreamPlan, batches: Iterable[Sequence[tuple[str, int, str]]], *, end: bool = True
+) -> tuple[list[dict[str, Any]], list[tuple]]:
+    """``batches``: lists of (file name, line number, text).  Returns (records in emission order, dead rows)."""
+    compiled = compiled_for(plan)
+    metas: dict[int, Any] = {}
+    stores: dict[int, DictStore] = {b: DictStore() for b in range(plan.buckets)}
+    max_wt = -math.inf
+    records: list[dict[str, Any]] = []
+    dead: list[tuple] = []
+    batches = list(batches)
+    if end:
+        batches.append([("control", 0, json.dumps({END_KEY: "x"}))])
+    for lines in batches:
+        wm_ms = 0 if max_wt == -math.inf else int((max_wt - plan.bound) * 1000)
+        by_bucket: dict[int, list[tuple]] = {}
+        for origin, pos, text in lines:
+            for row in route(plan, origin, pos, text, f"{origin}:{pos}", 2**62):
+                by_bucket.setdefault(row[0], []).append(row[1:-1])
+                if row[3] != "marker" and row[3] != "bad":
+                    max_wt = max(max_wt, row[-1])
+        for b in range(plan.buckets):
+            rows = by_bucket.get(b, [])
+            if not rows and b not in metas:
+                continue
+            bucket = Bucket(plan, compiled, unpack_blob(metas[b]) if b in metas else None, stores[b], b)
+            out = bucket.handle(rows, wm_ms)
+            if bucket.empty():
+                metas.pop(b, None)
+            else:
+                metas[b] = pack_blob(bucket.meta())
+            cols = ["kind", "query", "match", "confidence", "start", "end", "ret", "vkey"]
+            cols += list(ORDER[:2]) + ["qidx", "emit_idx", "gkey"]
+            got = [dict(zip(cols, r[: len(cols)], strict=True)) for r in out if r[0] == "record"]
+            got.sort(key=lambda r: tuple(r[c] for c in ORDER))
+            records.extend(
+                {
+                    "query": r["query"],
+                    "match": json.loads(r["match"]),
+                    "confidence": r["confidence"],
+                    "start": r["start"],
+                    "end": r["end"],
+                    "return": json.loads(r["ret"]),
+                }
+                for r in got
+            )
+            dead.extend(r for r in out if r[0] == "dead")
+    return records, dead

@@ -1,0 +1,44 @@
+"""``hcep stream``'s command line without Spark: its help, and the input errors it reports in one line (exit 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.app.spark.helpers import run_cli
+from tests.app.spark_stream.conftest import PACK
+
+
+def test_help_names_the_options(capsys: pytest.CaptureFixture[str]) -> None:
+    from app.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["stream", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--input", "--bootstrap", "--output", "--checkpoint", "--available-now", "--keyless-types"):
+        assert option in text
+
+
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        (["--input", "/nonexistent/dir"], "no such directory"),
+        (["--input", "{tmp}", "--matches-topic", "t"], "--matches-topic needs --bootstrap"),
+    ],
+)
+def test_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], reason: str) -> None:
+    argv = ["stream", "--pack", str(PACK), "--output", str(tmp_path / "o"), "--checkpoint", str(tmp_path / "c")]
+    code, _, err = run_cli([*argv, *(x.format(tmp=tmp_path) for x in extra)], capsys)
+    assert code == 2 and reason in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_changed_plan_is_refused(tmp_path: Path) -> None:
+    from app.spark.stream.job import PlanMismatch, check_plan
+    from tests.app.spark_stream.conftest import stream_plan
+
+    check_plan(str(tmp_path), stream_plan(buckets=2))
+    check_plan(str(tmp_path), stream_plan(buckets=2))  # the same plan: accepted
+    with pytest.raises(PlanMismatch):
+        check_plan(str(tmp_path), stream_plan(buckets=3))
