@@ -230,6 +230,21 @@ def _orjson_loads() -> Callable[[bytes], Any] | None:
 _ORJSON = _orjson_loads()
 
 
+#: What :func:`fast_value` answers for a line it leaves to Python's decoder.
+SLOW = object()
+
+
+def fast_value(raw: bytes) -> Any:
+    """orjson's value of a line where it is the value Python's ``json.loads`` gives (see :func:`loads_exact`), else
+    :data:`SLOW`: the caller decodes the line as it always has (with its own messages for what is bad)."""
+    if _ORJSON is not None and not _long_digits(raw):
+        try:
+            return _ORJSON(raw)
+        except ValueError:  # orjson.JSONDecodeError
+            pass
+    return SLOW
+
+
 def loads_exact(raw: bytes, first: bool = False) -> Any:
     """:func:`loads_json` -- the same value, the same ``ValueError`` -- at orjson's speed where that is the same.
 
@@ -238,12 +253,8 @@ def loads_exact(raw: bytes, first: bool = False) -> Any:
     :func:`loads_json`, which accepts it or gives today's message.  orjson accepts nothing Python's decoder refuses
     and, for what both accept, gives equal values (floats are correctly rounded by both, duplicate keys keep the
     last value at the first key's place)."""
-    if _ORJSON is not None and not _long_digits(raw):
-        try:
-            return _ORJSON(raw)
-        except ValueError:  # orjson.JSONDecodeError
-            pass
-    return loads_json(raw, first)
+    value = fast_value(raw)
+    return loads_json(raw, first) if value is SLOW else value
 
 
 class LineError(ValueError):

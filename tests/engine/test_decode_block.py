@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from app.commands import CommandError
 from app.commands.match import _parse_blocks, _parse_lines, blocks, built_types, read_events
 from engine.evaluate import StreamedMatch
-from engine.events import Event, EventDecoder, Stamp, loads_exact, loads_json
+from engine.events import SLOW, Event, EventDecoder, Stamp, fast_value, loads_exact, loads_json
 from engine.language.packs import load_pack
 from engine.plan.compiler import compile_spec
 
@@ -137,6 +137,14 @@ def test_loads_exact_is_loads_json(raw: bytes) -> None:
             return ("error", str(err))
 
     assert outcome(loads_exact) == outcome(loads_json)
+
+
+@pytest.mark.parametrize("raw", GOOD + BAD + [b"18446744073709551616", b"\xef\xbb\xbf{}", b'{"a": 1}\r\n'])
+def test_fast_value_is_json_loads_or_slow(raw: bytes) -> None:
+    """``hcep archive``'s reader takes orjson's value only where it is ``json.loads``'s."""
+    value = fast_value(raw)
+    if value is not SLOW:
+        assert repr(value) == repr(json.loads(raw.decode("utf-8")))
 
 
 def test_big_integers_stay_exact() -> None:
