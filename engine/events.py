@@ -301,7 +301,9 @@ class EventDecoder:
     an event of that shape without building it (types no query reads), :meth:`too_wide` the ``--max-delta`` rule.
 
     JSON text: :meth:`loads` is Python's decoder for files (exact integers, messages with the column) or, with
-    ``fast_json``, orjson's for streams (see :func:`_fast_loads`)."""
+    ``fast_json``, orjson's for streams (see :func:`_fast_loads`).  :meth:`decode_block` reads a block of JSON lines
+    at once (``hcep match``): orjson wherever its value is Python's (:func:`loads_exact`), the messages of the
+    per-line path, and only the event types asked for built (the others as :class:`Stamp`, their clocks)."""
 
     __slots__ = ("tick", "limit", "max_delta", "widest", "loads", "_direct")
 
