@@ -39,6 +39,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "tests" / "collectors" / "samples"
@@ -149,7 +150,7 @@ def check_event_file(data: bytes) -> None:
     predicate-heavy queries run over the lines that are events (as ``hcep run`` keeps them), their records written
     as ``hcep match`` writes them."""
     from app.commands import CommandError
-    from app.commands.match import _parse_lines, decode_line
+    from app.commands.match import _parse_blocks, _parse_lines, decode_line
     from engine import EventError, event_from_json
     from engine.evaluate import StreamedMatch
     from engine.events import EventDecoder, max_width_ticks
@@ -172,12 +173,23 @@ def check_event_file(data: bytes) -> None:
             continue
         events.append(ev)
     try:
-        _parse_lines(io.BytesIO(data), "fuzz.jsonl", EventDecoder(0.1, 7.5))
+        read = _parse_lines(io.BytesIO(data), "fuzz.jsonl", EventDecoder(0.1, 7.5))
         assert first_bad is None, f"line {first_bad} is bad on its own but the file was accepted"
     except CommandError as err:
         m = re.match(r"fuzz\.jsonl:(\d+): \S", str(err))
         assert m and int(m[1]) == first_bad, f"the error names line {m and m[1]}, the first bad one is {first_bad}"
         assert "\n" not in str(err), "a one-line reason"
+        read = str(err)
+    # hcep match's block reader (orjson, only some types built): the same events, or the same message.
+    size = 1 + zlib.crc32(data) % 64
+    try:
+        blocked: Any = _parse_blocks(io.BytesIO(data), "fuzz.jsonl", EventDecoder(0.1, 7.5), None, size)
+    except CommandError as err:
+        blocked = str(err)
+    if isinstance(read, str) or isinstance(blocked, str):
+        assert blocked == read, f"block reader: {blocked!r}, line reader: {read!r}"
+    else:
+        assert [_event_state(e) for e in blocked] == [_event_state(e) for e in read], "block reader differs"
     # Two of the queries per input, chosen by the input's checksum (the fuzzer can aim at each; all of them per
     # input made an instrumented run ten times slower), and small bounds to keep each input fast (the fuzzer favours
     # inputs with many overlapping Kleene events, whose signatures are exponential by design; the bounds themselves
@@ -186,6 +198,11 @@ def check_event_file(data: bytes) -> None:
     chosen = [_EVENT_QUERIES[pick], _EVENT_QUERIES[(pick + 7) % len(_EVENT_QUERIES)]]
     for record in StreamedMatch(chosen, events, Limits(runs_per_key=50, runs=200)):
         json.dumps(record)
+
+
+def _event_state(ev: Any) -> tuple[Any, ...]:
+    """Everything an event carries, NaN-safe (repr)."""
+    return (ev.type, ev.ts, ev.id, ev.lo, ev.hi, ev.seq, ev.tlo, ev.thi, ev.t, repr(ev.attrs))
 
 
 # -- event JSON: a Kafka message value (hcep run) ----------------------------------------------------------------------

@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 NEG_INF = -math.inf
+#: Events :class:`StreamedMatch` feeds at a time (``feed_many``): the records of a chunk are held until it is fed.
+STREAM_CHUNK = 256
 NFA_STRATEGIES = ("skip_till_next_match", "partition_contiguity")
 SKIP_STRATEGIES = ("skip_till_any_match", "skip_till_next_match")
 #: Equivalence attributes that keep a query's matches within one job (so one process of a group sees them whole).
@@ -441,14 +443,23 @@ class StreamedMatch:
         self.matchers = [make_matcher(cq, widest) for cq in self.cqs]
         for m in self.matchers:
             m.set_limits(self.limits)
-        matchers = self.matchers
-        for ev in ordered:
-            for m in matchers:
-                got = m.feed(ev)
-                if got:
-                    yield from got
-        for m in matchers:
-            yield from m.flush()
+        # One pass (PackFeeder): each event to the queries that name its type, the others' clocks kept once; the
+        # records and their order are those of feeding every query in turn.  Fed a chunk at a time (feed_many: an
+        # event no query reads costs a few local updates), the chunk shrinking while records come (they are held
+        # until the chunk is fed: a query with a record per event, each listing its whole Kleene binding, ran 40%
+        # slower when 256 events' records were held at once) and growing back while none do.
+        feeder = PackFeeder(self.matchers, widest)
+        feed_many = feeder.feed_many
+        i, n, size = 0, len(ordered), STREAM_CHUNK
+        while i < n:
+            got = feed_many(ordered[i : i + size])
+            i += size
+            if got:
+                size = max(1, size >> 2)
+                yield from got
+            elif size < STREAM_CHUNK:
+                size <<= 1
+        yield from feeder.flush()
 
     def dropped(self) -> dict[str, int]:
         """Per query name with drops: runs dropped or enumerations cut short."""

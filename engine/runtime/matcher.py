@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from engine.evaluator import Clock, Record, Stats, register
@@ -724,5 +724,17 @@ def _kleene_ids(cell: KleeneCell) -> tuple[list[str], float, float]:
 
 
 def sort_events(events: Iterable[Event]) -> list[Event]:
-    """Time order for the precise runtime: by point, ties in input order."""
-    return sorted(events, key=lambda e: (e.t, e.seq))
+    """Time order for the precise runtime: by point, ties in input order (by ``seq``).
+
+    Events already in ``seq`` order (a file as read) are sorted by point alone: the sort is stable, so ties keep
+    that order, which is the ``(t, seq)`` order, for a fraction of the cost (keys read in C, no tuples)."""
+    evs = list(events)
+    seqs = list(map(_SEQ, evs))
+    if seqs == sorted(seqs):
+        evs.sort(key=_POINT)
+        return evs
+    return sorted(evs, key=lambda e: (e.t, e.seq))
+
+
+_SEQ = attrgetter("seq")
+_POINT = attrgetter("t")

@@ -5,6 +5,8 @@ Timings are never asserted: only that the script ran and printed a table.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from benchmarks import bench_detection, bench_hotpath, bench_strategies
@@ -49,6 +51,18 @@ def test_bench_hotpath_quick(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(headers) == 1 and "events/s" in headers[0]
     assert "hot-path figure:" in out
     assert "100 events overall" in out
+
+
+def test_bench_hotpath_pack_on_the_sample(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--pack`` (issue 20): each row in its own process, the bare decode beside it, then the profile."""
+    sample = Path(__file__).resolve().parents[1] / "queries" / "samples" / "hadoop_sample.jsonl"
+    argv = ["--pack", "--plain", "--events-file", str(sample), "--repeat", "1", "--rows", "Q1,pack-Q4"]
+    assert bench_hotpath.main([*argv, "--profile", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    headers = _tables(out)
+    assert len(headers) == 1 and "ratio" in headers[0] and "peak RSS MiB" in headers[0]
+    assert "| Q1 " in out and "| pack-Q4 " in out
+    assert "Profile: the whole pack" in out
 
 
 def test_bench_detection_one_small_cluster(capsys: pytest.CaptureFixture[str]) -> None:
