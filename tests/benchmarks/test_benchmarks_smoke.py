@@ -55,7 +55,7 @@ def test_bench_hotpath_quick(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bench_hotpath_pack_on_the_sample(capsys: pytest.CaptureFixture[str]) -> None:
     """``--pack`` (issue 20): each row in its own process, the bare decode beside it, then the profile."""
-    sample = Path(__file__).resolve().parents[1] / "queries" / "samples" / "hadoop_sample.jsonl"
+    sample = Path(__file__).resolve().parents[2] / "queries" / "samples" / "hadoop_sample.jsonl"
     argv = ["--pack", "--plain", "--events-file", str(sample), "--repeat", "1", "--rows", "Q1,pack-Q4"]
     assert bench_hotpath.main([*argv, "--profile", "--top", "3"]) == 0
     out = capsys.readouterr().out
