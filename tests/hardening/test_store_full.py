@@ -45,3 +45,44 @@ def test_unwritable_names_space_and_io_and_nothing_else() -> None:
     assert unwritable(OSError(errno.EACCES, "Permission denied")) is None
     assert unwritable(sqlite3.OperationalError("no such table: x")) is None
     assert unwritable(ValueError("x")) is None
+
+
+class _FullOnce:
+    """The outbox calls of AlertSender, over one due alert; ``mark_delivered`` fails once as a full disk does."""
+
+    def __init__(self) -> None:
+        self.delivered: list[str] = []
+        self.full = True
+
+    def heartbeat(self, owner: str, now: float) -> None:
+        pass
+
+    def adopt_orphans(self, owner: str, now: float, silent_for: float) -> int:
+        return 0
+
+    def due_alerts(self, owner: str, now: float, limit: int = 100) -> list[tuple[str, str, str]]:
+        return [] if self.delivered else [("a1", "ops", '{"labels": {"alertname": "Q1"}}')]
+
+    def mark_delivered(self, ids: list[str], now: float) -> None:
+        if self.full:
+            self.full = False
+            raise sqlite3.OperationalError("database or disk is full")
+        self.delivered.extend(ids)
+
+
+def test_an_alert_delivered_while_the_outbox_is_full_is_marked_later_not_sent_again() -> None:
+    from app.alerts.webhook import AlertSender, Webhook
+
+    posts: list[list[str] | None] = []
+    sender = AlertSender(
+        "unused.sqlite",
+        "me",
+        {"ops": Webhook("ops", "http://127.0.0.1:1/x")},
+        deliver=lambda hook, alerts, timeout=5.0, ids=None: posts.append(ids),
+    )
+    store = _FullOnce()
+    with pytest.raises(sqlite3.OperationalError):
+        sender._round(store)  # POSTed, then the mark failed: run() waits and calls again
+    assert posts == [["a1"]] and store.delivered == []
+    sender._round(store)
+    assert store.delivered == ["a1"] and posts == [["a1"]]  # marked, not POSTed a second time

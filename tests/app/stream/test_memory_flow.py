@@ -118,7 +118,9 @@ def test_crashes_at_random_points_lose_and_repeat_nothing(
     b = broker()
     sink = MemorySink()
     publish = chunks(b, stream, 8)
-    reach = {"feed": 300, "turn": 600, "commit": 6}  # well within one run's events fed, turns and checkpoints
+    # Well within one run even on a loaded machine: 454 events are fed live (deterministic); a quiet run takes ~870
+    # turns and ~8 checkpoint commits, a loaded one far fewer (turns and checkpoints follow the wall clock).
+    reach = {"feed": 300, "turn": 150, "commit": 3}
     plan = [(where, rng.randint(1, reach[where])) for where in rng.choices(list(reach), k=rng.randint(2, 3))]
     crashes = 0
     for where, at in plan:
