@@ -143,5 +143,7 @@ def test_executor_lost_in_a_local_cluster(lost_executor_run: LostExecutorRun) ->
         s["attempt"] >= 1 for s in counted["stages"].values()
     )
     added = [e for e in events if e["type"] == ev.EXECUTOR_ADDED]
-    assert len(added) >= 3  # two at the start and the worker's replacement
+    # Two at the start; the worker's replacement for the killed one comes only if the application still runs when the
+    # worker has relaunched it (a loaded machine finishes the job on the surviving executor first).
+    assert len(added) >= 2 and gone["executor_id"] in {e["executor_id"] for e in added}
     assert [e["type"] for e in events].count(ev.APP_END) == 1
