@@ -996,7 +996,17 @@ def run_atheris(target: Target, runs: int, seed: int, timeout: float, out: Path,
             print(camp.summary(), flush=True)
         (out / "summary.txt").write_text(camp.summary() + "\n" + "".join(f"  {sig}\n" for sig in camp.findings))
 
-    argv = [sys.argv[0], f"-seed={seed}", f"-max_len={target.max_len}", "-rss_limit_mb=4096", *extra, str(corpus)]
+    # libFuzzer writes its own crash/slow/oom units to the working directory unless told otherwise: keep them
+    # beside the campaign's findings, never in the source tree.
+    argv = [
+        sys.argv[0],
+        f"-seed={seed}",
+        f"-max_len={target.max_len}",
+        "-rss_limit_mb=4096",
+        f"-artifact_prefix={out}/",
+        *extra,
+        str(corpus),
+    ]
     atheris.Setup(argv, one)
     atheris.Fuzz()
     return 0
