@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import time
 from typing import IO, Any
 
 from app.commands import CommandError, kafka_out
@@ -118,24 +116,14 @@ def _batch(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | No
 
 
 # ------------------------------------------------------------------------------------------------------------ follow
-class _Stop:
-    flag = False
-
-
 def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | None, publisher: Any) -> int:
-
-    from app.publish import PublishError
+    from app.commands.follow_loop import follow
     from collectors.hadoop.collect import Deduper, Summary, line_parser, sniff
     from collectors.hadoop.common import Context, ParseStats
     from collectors.hadoop.deadletter import DeadLetterSink
     from collectors.hadoop.jhist import HEADER_BINARY, parse_jhist, sniff_header
     from collectors.hadoop.tail import Tailer
 
-    def stop(_signum: int, _frame: Any) -> None:
-        _Stop.flag = True
-
-    _Stop.flag = False
-    previous = signal.signal(signal.SIGTERM, stop)
     summary = Summary()
     stats = summary.stats
     quiet = DeadLetterSink()  # replayed lines were dead-lettered in an earlier run already
@@ -145,8 +133,6 @@ def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | N
     unknown: dict[str, int] = {}
     binary_seen: dict[str, int] = {}
     dedupe = Deduper()
-    polls = 0
-    next_scan = 0.0
 
     def emit(event: dict[str, Any]) -> None:
         if dedupe.keep(event):
@@ -187,51 +173,34 @@ def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | N
         tailer.watch(path)
         summary.files += 1
 
-    def flush() -> None:
-        if out is not None:
-            out.flush()
-        if publisher is not None:
-            publisher.flush()  # raises PublishError: then the positions are not committed
+    def step() -> None:
+        for line in tailer.poll():
+            parser = parsers.get(line.path)
+            if parser is None:
+                continue
+            parser.ctx.source = line.source
+            parser.ctx.deadletter = quiet if line.replay else deadletter
+            events = parser.feed(line.text, line.lineno)
+            for event in events:
+                if line.replay:
+                    dedupe.keep(event)  # written before the restart: only remember it
+                else:
+                    emit(event)
 
-    failed = False  # a publish failed: the positions must not be committed
-    try:
-        while not _Stop.flag:
-            now = time.monotonic()
-            if now >= next_scan:
-                scan()
-                next_scan = now + max(5.0, args.poll)
-            for line in tailer.poll():
-                parser = parsers.get(line.path)
-                if parser is None:
-                    continue
-                parser.ctx.source = line.source
-                parser.ctx.deadletter = quiet if line.replay else deadletter
-                events = parser.feed(line.text, line.lineno)
-                for event in events:
-                    if line.replay:
-                        dedupe.keep(event)  # written before the restart: only remember it
-                    else:
-                        emit(event)
-            flush()
-            deadletter.flush()
-            tailer.commit()  # only after the batch's events are out (at-least-once)
-            polls += 1
-            if args.max_polls is not None and polls >= args.max_polls:
-                break
-            time.sleep(args.poll)
-    except KeyboardInterrupt:
-        pass
-    except PublishError:
-        failed = True
-        raise
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        try:
-            if not failed:
-                flush()
-                tailer.commit()
-        finally:
-            tailer.close()
-            summary.duplicates = dedupe.dropped
-            print(summary.line(args.deadletter), file=sys.stderr)
-    return 0
+    def close() -> None:
+        tailer.close()
+        summary.duplicates = dedupe.dropped
+        print(summary.line(args.deadletter), file=sys.stderr)
+
+    return follow(
+        poll_seconds=args.poll,
+        max_polls=args.max_polls,
+        rescan_seconds=5.0,
+        scan=scan,
+        step=step,
+        commit=tailer.commit,
+        close=close,
+        out=out,
+        publisher=publisher,
+        deadletter=deadletter,
+    )

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import time
 from typing import IO, Any
 
 from app.commands import CommandError, kafka_out
@@ -182,57 +180,28 @@ def _batch(args: argparse.Namespace, deadletter: Any, out: IO[str] | None, publi
 
 
 # ------------------------------------------------------------------------------------------------------------ follow
-class _Stop:
-    flag = False
-
-
 def _follow(args: argparse.Namespace, follower: Any, out: IO[str] | None, publisher: Any) -> int:
-    from app.publish import PublishError
+    from app.commands.follow_loop import follow
 
-    def stop(_signum: int, _frame: Any) -> None:
-        _Stop.flag = True
+    def step() -> None:
+        for event in follower.poll():
+            kafka_out.emit(event, out, publisher)
 
-    _Stop.flag = False
-    previous = signal.signal(signal.SIGTERM, stop)
-    polls = 0
-    next_scan = 0.0
+    def close() -> None:
+        follower.close()
+        summary = follower.summary
+        summary.unfinished = follower.unfinished()
+        print(summary.line(args.deadletter), file=sys.stderr)
 
-    def flush() -> None:
-        if out is not None:
-            out.flush()
-        if publisher is not None:
-            publisher.flush()  # raises PublishError: then the positions are not committed
-
-    failed = False
-    try:
-        while not _Stop.flag:
-            now = time.monotonic()
-            if now >= next_scan:
-                follower.scan()
-                next_scan = now + max(2.0, args.poll)
-            for event in follower.poll():
-                kafka_out.emit(event, out, publisher)
-            flush()
-            follower.deadletter.flush()
-            follower.commit()  # only after the batch's events are out (at-least-once)
-            polls += 1
-            if args.max_polls is not None and polls >= args.max_polls:
-                break
-            time.sleep(args.poll)
-    except KeyboardInterrupt:
-        pass
-    except PublishError:
-        failed = True
-        raise
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        try:
-            if not failed:
-                flush()
-                follower.commit()
-        finally:
-            follower.close()
-            summary = follower.summary
-            summary.unfinished = follower.unfinished()
-            print(summary.line(args.deadletter), file=sys.stderr)
-    return 0
+    return follow(
+        poll_seconds=args.poll,
+        max_polls=args.max_polls,
+        rescan_seconds=2.0,
+        scan=follower.scan,
+        step=step,
+        commit=follower.commit,
+        close=close,
+        out=out,
+        publisher=publisher,
+        deadletter=follower.deadletter,
+    )
