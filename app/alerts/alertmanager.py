@@ -24,6 +24,7 @@ import requests
 
 from app.alerts.webhook import backoff
 from contracts.alerts import Alert, rfc3339
+from contracts.http import failure_reason
 
 log = logging.getLogger(__name__)
 
@@ -53,24 +54,6 @@ class AlertmanagerError(Exception):
     @property
     def retryable(self) -> bool:
         return self.status is None or self.status >= 500 or self.status in (408, 429)
-
-
-def _reason(err: requests.RequestException) -> str:
-    """The short cause of a connection-level failure (requests' own messages nest three exceptions deep)."""
-    if isinstance(err, requests.Timeout):
-        return "timed out"
-    text = str(err)
-    for known in (
-        "Connection refused",
-        "Name or service not known",
-        "No route to host",
-        "Connection reset",
-        "Remote end closed connection",
-        "certificate verify failed",
-    ):
-        if known in text:
-            return known.lower()
-    return text.splitlines()[0][:200] if text else type(err).__name__
 
 
 def _malformed(err: requests.RequestException) -> bool:
@@ -134,8 +117,8 @@ class Alertmanager:
             resp = self.session.request(method, url, params=params, json=body, timeout=self.timeout)
         except requests.RequestException as err:
             if _malformed(err):  # it answered, with something that is not HTTP (found by fuzzing)
-                raise AlertmanagerError(f"{method} {url}: a malformed answer ({_reason(err)})") from None
-            raise AlertmanagerError(f"{method} {url}: cannot reach Alertmanager ({_reason(err)})") from None
+                raise AlertmanagerError(f"{method} {url}: a malformed answer ({failure_reason(err)})") from None
+            raise AlertmanagerError(f"{method} {url}: cannot reach Alertmanager ({failure_reason(err)})") from None
         except ValueError as err:  # a malformed answer requests does not wrap (a redirect to undecodable bytes)
             text = str(err).splitlines()[0][:200] if str(err) else ""
             raise AlertmanagerError(f"{method} {url}: a malformed answer ({type(err).__name__}: {text})") from None

@@ -17,6 +17,7 @@ import pandas as pd
 import requests
 
 from contracts.alerts import parse_rfc3339, severity_rank
+from contracts.http import failure_reason
 
 COLUMNS = [
     "alertname", "severity", "tier", "query", "job_id", "task_id", "app_id", "host", "summary", "confidence",
@@ -90,24 +91,6 @@ def frame(alerts: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     )
 
 
-def _reason(err: requests.RequestException) -> str:
-    """The short cause of a failed request (requests' own messages nest three exceptions deep)."""
-    if isinstance(err, requests.Timeout):
-        return "timed out"
-    text = str(err)
-    for known in (
-        "Connection refused",
-        "Name or service not known",
-        "No route to host",
-        "Connection reset",
-        "Remote end closed connection",
-        "certificate verify failed",
-    ):
-        if known in text:
-            return known.lower()
-    return text.splitlines()[0][:200] if text else type(err).__name__
-
-
 def _matcher(name: str, value: str) -> str:
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'{name}="{escaped}"'
@@ -141,7 +124,7 @@ def fetch(
             endpoint, params=params, timeout=(min(timeout, 2.0), timeout), headers={"User-Agent": "hcep-dashboard"}
         )
     except requests.RequestException as err:
-        raise OSError(f"GET {endpoint}: cannot reach Alertmanager ({_reason(err)})") from None
+        raise OSError(f"GET {endpoint}: cannot reach Alertmanager ({failure_reason(err)})") from None
     if not 200 <= resp.status_code < 300:
         detail = " ".join(resp.text.split())[:300] or resp.reason or "no body"
         raise OSError(f"GET {endpoint}: HTTP {resp.status_code}: {detail}")
