@@ -22,29 +22,17 @@ APT_PACKAGES=(
 # ---------------------------------------------------------------------------------------------------------------------
 
 say() { printf '==> %s\n' "$*" >&2; }
+# shellcheck source=lib.sh
+source "$ROOT/deploy/lib.sh"
 
 install_apt_packages() {
-    if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
-        say "no dpkg/apt-get here: not checking system packages (${APT_PACKAGES[*]})"
-        return 0
-    fi
-    local missing=() pkg
-    for pkg in "${APT_PACKAGES[@]}"; do
-        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-    done
-    if [ "${#missing[@]}" -eq 0 ]; then
-        return 0
-    fi
-    local sudo=()
-    if [ "$(id -u)" -ne 0 ]; then
-        if command -v sudo >/dev/null 2>&1; then sudo=(sudo); else
-            say "missing Debian packages (${missing[*]}) and not root: install them and re-run"; return 1
-        fi
-    fi
-    say "installing Debian packages: ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    "${sudo[@]}" apt-get update -qq
-    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    local rc=0
+    apt_install_missing hcep "${APT_PACKAGES[@]}" || rc=$?
+    case "$rc" in
+        0) ;;
+        2) say "no dpkg/apt-get here: not checking system packages (${APT_PACKAGES[*]})" ;;
+        *) say "$(apt_failure "$rc" "${APT_PACKAGES[@]}")"; return 1 ;;
+    esac
 }
 
 make_venv() {

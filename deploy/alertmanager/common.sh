@@ -14,6 +14,8 @@
 # listener is off.
 
 AM_DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$AM_DEPLOY_DIR/../lib.sh"  # port_open, live_pid, apt_install_missing, project_python
 AM_REPO_ROOT="$(cd "$AM_DEPLOY_DIR/../.." && pwd)"
 #: Debian's package and the binaries it ships.
 AM_PACKAGE=prometheus-alertmanager
@@ -85,18 +87,11 @@ render_config() {
 # pid_of: the PID in RUN_DIR/alertmanager.pid if that process is alive and is Alertmanager run on this run dir (a
 # stale file's PID may have been reused).
 pid_of() {
-    local file="$ALERTMANAGER_RUN_DIR/alertmanager.pid" pid
-    [ -f "$file" ] || return 1
-    pid="$(tr -dc '0-9' <"$file")"
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    local pid
+    pid="$(live_pid "$ALERTMANAGER_RUN_DIR/alertmanager.pid")" || return 1
     tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null \
         | grep -qF -- "--config.file=$ALERTMANAGER_RUN_DIR/alertmanager.yml" || return 1
     printf '%s\n' "$pid"
-}
-
-# port_open PORT: something accepts TCP connections on 127.0.0.1:PORT.
-port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
 # http_ok [METHOD] PATH: METHOD (default GET) http://127.0.0.1:PORT/PATH answers 200 (bash's /dev/tcp: no curl needed).

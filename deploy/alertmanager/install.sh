@@ -11,31 +11,17 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-installed() {  # dpkg -s alone also succeeds for a removed package whose config files remain
-    [ "$(dpkg-query -W -f='${Status}' "$AM_PACKAGE" 2>/dev/null)" = "install ok installed" ] && [ -x "$AM_BIN" ]
-}
-
 install_apt() {
-    installed && return 0
-    if ! command -v apt-get >/dev/null 2>&1; then
+    [ -z "$(apt_missing "$AM_PACKAGE" 2>/dev/null)" ] && [ -x "$AM_BIN" ] && return 0
+    local rc=0
+    apt_install_missing alertmanager "$AM_PACKAGE" || rc=$?
+    if [ "$rc" -eq 2 ]; then
         [ -x "$AM_BIN" ] && return 0
         adie "$AM_PACKAGE is missing and there is no apt-get (set ALERTMANAGER_BIN to an alertmanager binary)"
     fi
+    [ "$rc" -eq 0 ] || adie "$(apt_failure "$rc" "$AM_PACKAGE")"
     local sudo=()
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null 2>&1 || adie "missing Debian package $AM_PACKAGE and not root"
-        sudo=(sudo)
-    fi
-    asay "installing Debian package: $AM_PACKAGE"
-    export DEBIAN_FRONTEND=noninteractive
-    # policy-rc.d 101 keeps the package's own service from starting (it would bind 0.0.0.0).
-    local policy=/usr/sbin/policy-rc.d created=0
-    if [ ! -e "$policy" ] && [ "$(id -u)" -eq 0 ]; then
-        printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && created=1
-    fi
-    "${sudo[@]}" apt-get update -qq
-    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "$AM_PACKAGE" >/dev/null
-    [ "$created" -eq 1 ] && rm -f "$policy"
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
     # The package also enables its service for the next boot (0.0.0.0:9093 and :9094): turn that off too, since we
     # installed it (an Alertmanager the operator installed before is left as it is).
     if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then

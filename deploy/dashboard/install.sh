@@ -16,39 +16,22 @@ PY_IMPORTS=(streamlit altair pandas pyarrow playwright)
 PY_PACKAGES=(streamlit altair "pandas<3" pyarrow playwright)
 
 say() { printf '==> dashboard: %s\n' "$*" >&2; }
+# shellcheck source=../lib.sh
+source "$ROOT/deploy/lib.sh"
 
 install_apt() {
-    if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
-        say "no dpkg/apt-get here: not checking ${APT_PACKAGES[*]}"
-        return 0
-    fi
-    local missing=() pkg
-    for pkg in "${APT_PACKAGES[@]}"; do
-        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-    done
-    [ "${#missing[@]}" -eq 0 ] && return 0
-    local sudo=()
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null 2>&1 || { say "missing Debian packages (${missing[*]}) and not root"; return 1; }
-        sudo=(sudo)
-    fi
-    say "installing Debian packages: ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    "${sudo[@]}" apt-get update -qq
-    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
-
-pick_python() {
-    if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"
-    elif [ -n "${VIRTUAL_ENV:-}" ] && [ -x "$VIRTUAL_ENV/bin/python" ]; then echo "$VIRTUAL_ENV/bin/python"
-    elif [ -x "$ROOT/.venv/bin/python" ]; then echo "$ROOT/.venv/bin/python"
-    else command -v python3
-    fi
+    local rc=0
+    apt_install_missing dashboard "${APT_PACKAGES[@]}" || rc=$?
+    case "$rc" in
+        0) ;;
+        2) say "no dpkg/apt-get here: not checking ${APT_PACKAGES[*]}" ;;
+        *) say "$(apt_failure "$rc" "${APT_PACKAGES[@]}")"; return 1 ;;
+    esac
 }
 
 install_pip() {
     local py missing=() i
-    py="$(pick_python)"
+    py="$(project_python)"
     # One interpreter start for all: find_spec, not import (streamlit takes seconds to import).
     local absent
     absent="$("$py" -c 'import importlib.util as u, sys

