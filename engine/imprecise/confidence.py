@@ -97,6 +97,14 @@ def _predicates_hold(cq: CompiledQuery, chain: Sequence[Event]) -> bool:
     return cq.final is None or bool(cq.final(bind, None))
 
 
+def _chain_bind(cq: CompiledQuery, chain: Sequence[Event]) -> list[Any]:
+    """The binding of a chain of one event per component, as the DP holds it once every component is placed."""
+    bind: list[Any] = [None] * len(chain)
+    for comp, e in zip(cq.components, chain, strict=True):
+        bind[comp.index] = KleeneCell(e, None, comp.aggs_step(None, e)) if comp.kleene else e
+    return bind
+
+
 def _forced_order(cq: CompiledQuery, assignment: Sequence[Sequence[Event]]) -> Confidence | None:
     """When the intervals leave only one order and the window cannot bind, every world agrees: confidence is 1 or 0
     by the predicates along that order.  ``None`` when the order is not forced."""
@@ -316,6 +324,28 @@ def signature_confidence(
     track_first = window is not None and hi - lo >= window
     neg_after = {neg.after: i for i, neg in enumerate(cq.negations)}
     negs = cq.negations
+    # ``v.ts`` is the reported timestamp (SPEC section 2), so with one event per component every predicate and every
+    # negation check reads the same values in every world: they are decided here once, not per DP state and tick
+    # (Q7's signatures spent 60 % of their DP in predicates).  With a Kleene component the order of its elements
+    # differs between worlds (``b[i-1]``, running aggregates), so the DP evaluates them as it places events.
+    begins: list[Any] = [c.begin for c in comps]
+    takes: list[Any] = [c.take for c in comps]
+    final = cq.final
+    checks: list[Any] = [neg.check for neg in negs]
+    if all(len(evs) == 1 for evs in assignment):
+        chain = [evs[0] for evs in assignment]
+        if not _predicates_hold(cq, chain):
+            return ZERO
+        bound = _chain_bind(cq, chain)
+        negation_candidates = [
+            [n for n in cands if neg.check(bound, n)]
+            if neg.check is not None and (neg.deferred or neg.order_dependent)
+            else list(cands)
+            for neg, cands in zip(negs, negation_candidates, strict=True)
+        ]
+        begins = takes = [None] * m
+        final = None
+        checks = [None] * len(negs)
 
     # Ticks at which something can be placed, and the events that must be placed by the end of each tick: only the
     # ticks that can lie in a match -- within W - 1 of every event's interval (the pmf stays the whole interval's).
@@ -398,13 +428,13 @@ def signature_confidence(
                 ngaps = gaps
                 if cj == j and not complete:
                     comp = comps[j]
-                    pred = comp.take
+                    pred = takes[j]
                     if pred is not None and not pred(bind, e):
                         continue
                     factor = 1.0
                 elif complete and cj == j + 1:
                     comp = comps[cj]
-                    pred = comp.begin
+                    pred = begins[cj]
                     if pred is not None and not pred(bind, e):
                         continue
                     factor = 1.0
@@ -412,7 +442,7 @@ def signature_confidence(
                     if ni is not None and negs[ni].deferred:
                         ngaps = (*gaps, (ni, gap_x, t))
                     elif ni is not None:
-                        check = negs[ni].check if negs[ni].order_dependent else None
+                        check = checks[ni] if negs[ni].order_dependent else None
                         if check is not None:
                             placed = bind.copy()
                             placed[cj] = KleeneCell(e, None, comp.aggs_step(None, e)) if comp.kleene else e
@@ -435,10 +465,10 @@ def signature_confidence(
                 nfirst = t if first is None else first
                 nmass = mass * prob[i] * factor
                 if nmask == full:
-                    if cq.final is not None and not cq.final(nb, None):
+                    if final is not None and not final(nb, None):
                         continue
                     for gi, gx, gy in ngaps:
-                        check = negs[gi].check
+                        check = checks[gi]
                         for n in negation_candidates[gi]:
                             if check is None or check(nb, n):
                                 nmass *= 1.0 - _pair_between(n, gx, gy)
