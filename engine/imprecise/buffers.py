@@ -1,4 +1,5 @@
-"""The possible-worlds evaluator's event buffers: per type, sorted by lower bound and indexed by partition key."""
+"""The possible-worlds evaluator's event buffers: per type, sorted by lower bound and indexed by partition key, and
+by the attributes that equality predicates join on (``TypeBuffer.index_on``)."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ class TypeBuffer:
     a shared list that every key sees).  ``width`` is the widest interval seen, so that the events whose upper bound
     can reach a floor start at or after ``floor - width``."""
 
-    __slots__ = ("events", "los", "width", "key", "keyed", "arrived")
+    __slots__ = ("events", "los", "width", "key", "keyed", "arrived", "by_attr")
 
     def __init__(self, key: str | None = None) -> None:
         self.events: list[Event] = []
@@ -62,6 +63,8 @@ class TypeBuffer:
         self.key = key
         self.keyed: dict[Any, Keyed] = {}
         self.arrived = 0
+        # attr -> value -> the events with that value (hashable values only; a missing value is never equal)
+        self.by_attr: dict[str, dict[Any, Keyed]] = {}
 
     def add(self, e: Event) -> None:
         # Arrival order is nearly lower-bound order; keep the list sorted by tlo for bisection.
@@ -82,6 +85,33 @@ class TypeBuffer:
                 sub = self.keyed[v] = Keyed()
             sub.add(e, self.arrived)
             self.arrived += 1
+        for attr, index in self.by_attr.items():
+            _index_one(index, attr, e)
+
+    def index_on(self, attr: str) -> None:
+        """Also index the events by ``attr`` (those buffered already included), for :meth:`joined`."""
+        if attr not in self.by_attr:
+            index = self.by_attr[attr] = {}
+            for e in self.events:
+                _index_one(index, attr, e)
+
+    def joined(self, attr: str, value: Any, eqv: tuple[Any, ...], floor: float, hi_exclusive: float) -> list[Event]:
+        """:meth:`candidates` narrowed to the events whose ``attr`` may equal ``value`` (a superset of those for
+        which the predicate ``x.attr = value`` holds; the caller still checks it), in the same order.  The partition
+        index wins when the key is bound; an unhashable ``value`` (a JSON list) falls back to every candidate."""
+        index = self.by_attr.get(attr)
+        if index is None or (self.key is not None and eqv[0] is not None):
+            return self.candidates(eqv, floor, hi_exclusive)
+        if value is None:
+            return []  # "=" with a missing value is never true
+        try:
+            sub = index.get(value)
+        except TypeError:
+            return self.candidates(eqv, floor, hi_exclusive)
+        if sub is None:
+            return []
+        i, j = sub.bounds(NEG_INF if floor == NEG_INF else floor - self.width, hi_exclusive)
+        return sub.events[i:j]
 
     def span(self, floor: float, hi_exclusive: float) -> list[Event]:
         """Events whose lower bound is < ``hi_exclusive`` and whose upper bound may be >= ``floor`` (a superset: the
@@ -141,3 +171,32 @@ class TypeBuffer:
                         sub.prune(min_thi)
                         if not sub.events:
                             del self.keyed[v]
+            for attr, index in self.by_attr.items():
+                values = set()
+                for e in gone:
+                    v = e.attrs.get(attr)
+                    try:
+                        values.add(v)
+                    except TypeError:
+                        continue
+                for v in values:
+                    sub = index.get(v)
+                    if sub is not None:
+                        sub.prune(min_thi)
+                        if not sub.events:
+                            del index[v]
+
+
+def _index_one(index: dict[Any, Keyed], attr: str, e: Event) -> None:
+    """File ``e`` under its value of ``attr``: an equality join can only hold for a value that is there and hashable
+    (a JSON list or object equals only another one, which the caller then looks up without the index)."""
+    v = e.attrs.get(attr)
+    if v is None:
+        return
+    try:
+        sub = index.get(v)
+    except TypeError:
+        return
+    if sub is None:
+        sub = index[v] = Keyed()
+    sub.add(e, 0)

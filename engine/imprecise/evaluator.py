@@ -39,6 +39,7 @@ from engine.imprecise import state
 from engine.imprecise.buffers import TypeBuffer
 from engine.imprecise.confidence import Confidence, _chain_confidence, signature_confidence
 from engine.imprecise.segments import Meter, WorkExceeded
+from engine.language import ast
 from engine.limits import Limits
 from engine.output import key_of, return_key
 from engine.plan.compiler import CompiledQuery
@@ -91,6 +92,7 @@ class ImpreciseMatcher:
             self.buffers.setdefault(c.type, TypeBuffer(key))
         for neg in cq.negations:
             self.buffers.setdefault(neg.type, TypeBuffer(key))
+        self.index_buffers()
         self.last_type = self.comps[-1].type
         self.trailing = self.comps[-1].kleene
         self.pending: list[tuple[int, int, Event]] = []  # (thi, seq, closing event)
@@ -132,6 +134,11 @@ class ImpreciseMatcher:
         self._work_left = math.inf
         self._step_work_left = math.inf
 
+    def index_buffers(self) -> None:
+        """Index the buffers on the attributes of :attr:`joins` (again after a restore: the index is derived)."""
+        for j, (attr, _, _) in self.joins.items():
+            self.buffers[self.comps[j].type].index_on(attr)
+
     def _plan_enumeration(self) -> None:
         """Which predicates can run before the confidence DP: singleton-only ones once their earliest variable is
         chosen, and true-false consistent Kleene filters (SASE++ on-the-fly early filters)."""
@@ -163,6 +170,29 @@ class ImpreciseMatcher:
             and self.singles
             else -1
         )
+        # Equality joins between two singleton components (``h.host = m.host``): the earlier one's candidates are
+        # looked up by the later one's value (bound first: singletons are chosen backwards), not scanned.  Q7 tested
+        # every Metric of its window against each closing one.  The predicate itself is still checked.
+        self.joins: dict[int, tuple[str, int, str]] = {}
+        singleton = {c.var: c.index for c in comps if not c.kleene}
+        for expr in cq.ast.where:
+            if (
+                isinstance(expr, ast.Compare)
+                and expr.op == "="
+                and isinstance(expr.left, ast.AttrRef)
+                and isinstance(expr.right, ast.AttrRef)
+                and expr.left.index is None
+                and expr.right.index is None
+                and expr.left.var in singleton
+                and expr.right.var in singleton
+                and expr.left.var != expr.right.var
+                and "ts" not in (expr.left.attr, expr.right.attr)
+                and id(expr) not in cq.forall
+            ):
+                (j, attr), (k, kattr) = sorted(
+                    [(singleton[expr.left.var], expr.left.attr), (singleton[expr.right.var], expr.right.attr)]
+                )
+                self.joins.setdefault(j, (attr, k, kattr))
         for expr in cq.ast.where:
             refs = references(expr)
             if set(refs) & negated or id(expr) in cq.forall:
@@ -417,7 +447,15 @@ class ImpreciseMatcher:
         before = self._upper_bound(j, assignment, z)
         used = {id(e) for evs in assignment if evs for e in evs}
         cands = []
-        for e in self.buffers[self.comps[j].type].candidates(eqv, floor, before):
+        buf = self.buffers[self.comps[j].type]
+        join = self.joins.get(j)
+        bound = assignment[join[1]] if join is not None else None
+        found = (
+            buf.candidates(eqv, floor, before)
+            if bound is None
+            else buf.joined(join[0], bound[0].attrs.get(join[2]), eqv, floor, before)  # type: ignore[index]
+        )
+        for e in found:
             if e.thi < floor or id(e) in used:
                 continue
             eqv2 = self._bind_eq(eqv, e)

@@ -92,6 +92,7 @@ def restore(m: ImpreciseMatcher, state: Mapping[str, Any], codec: EventCodec | N
                 sub.events.append(e)
                 sub.los.append(e.tlo)
                 sub.arrs.append(arr)
+    m.index_buffers()  # the join indexes are derived from the buffers, not stored
     m.pending = [(thi, seq, events.event(i)) for thi, seq, i in state["pending"]]
     m.held = {}
     for conf, record, deadline in state["held"]:

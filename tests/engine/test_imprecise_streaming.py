@@ -35,6 +35,7 @@ QUERIES = [
     ("PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v >= b[i-1].v WITHIN 10 s RETURN a.k AS k", "distinct"),
     ("PATTERN SEQ(A a, ~D d, C c) WHERE [k]", "all"),
     ("PATTERN SEQ(A a, B+ b[], C c) WHERE [k] RETURN a.k AS k, count(b[].v) AS n", "collapsed"),
+    ("PATTERN SEQ(A a, B b, C c) WHERE a.v = c.v AND b.k = c.k WITHIN 8 s", "all"),  # joins, buckets filled late
 ]
 
 

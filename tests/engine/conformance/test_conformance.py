@@ -41,8 +41,11 @@ from engine.plan.compiler import compile_query
 from engine.runtime.matcher import sort_events
 from tests.engine.conformance import harness as h
 from tests.engine.test_greta import oracle, trend_cases
-from tests.engine.test_imprecise_vs_worlds import DISTINCT_QUERIES, QUERIES
+from tests.engine.test_imprecise_vs_worlds import DISTINCT_QUERIES, JOIN_QUERIES
+from tests.engine.test_imprecise_vs_worlds import QUERIES as PLAIN_QUERIES
 from tests.strategies import NOISE_TYPE, cases, interval_streams
+
+QUERIES = PLAIN_QUERIES + JOIN_QUERIES  # the imprecise evaluator's equality joins too
 
 EXAMPLES = int(os.environ.get("HCEP_CONFORMANCE_EXAMPLES", "40"))
 CHECK = settings(
