@@ -133,9 +133,15 @@ def _publisher(bootstrap: str, topic: str, plan: Any) -> tuple[Any, Any]:
     return publish, producer
 
 
+#: How long the end of a run waits for Alertmanager to take the last transitions.
+DRAIN_SECONDS = 10.0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.input is not None and not os.path.isdir(args.input):
         raise CommandError(f"hcep stream: no such directory: {args.input}")
+    if args.alertmanager and not args.alertmanager.startswith(("http://", "https://")):
+        raise CommandError(f"hcep stream: --alertmanager wants an http(s) URL, got {args.alertmanager!r}")
     try:
         from app.spark.session import local_cores, spark_session
         from app.spark.stream.job import PlanMismatch, StreamOptions
@@ -184,15 +190,24 @@ def run(args: argparse.Namespace) -> int:
         partitions=args.partitions,
     )
     started = time.monotonic()
-    with spark_session(master, app_name="hcep-stream") as spark:
-        try:
-            run_job(spark, plan, sink, opts)
-        except PlanMismatch as err:
-            raise CommandError(f"hcep stream: {err}") from None
-    if sender is not None:
-        sender.stop()
-    if producer is not None:
-        producer.close()
+    try:
+        with spark_session(master, app_name="hcep-stream") as spark:
+            try:
+                run_job(spark, plan, sink, opts)
+            except PlanMismatch as err:
+                raise CommandError(f"hcep stream: {err}") from None
+    finally:
+        if sender is not None:
+            # The last micro-batch's transitions were only just submitted: deliver them before the thread goes.
+            if not sender.drain(DRAIN_SECONDS):
+                print(
+                    f"hcep stream: {sender.pending()} alert transition(s) not delivered to Alertmanager in "
+                    f"{DRAIN_SECONDS:.0f} s ({sender.last_error or 'no answer'}); they are in {args.output}/alerts",
+                    file=sys.stderr,
+                )
+            sender.stop()
+        if producer is not None:
+            producer.close()
     t = totals(args.output)
     seconds = time.monotonic() - started
     print(

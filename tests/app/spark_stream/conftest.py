@@ -76,3 +76,7 @@ def cluster_events(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
         events.extend(round_events(rnd, threshold=1.0))
     events.sort(key=lambda e: e["ts"])
     return with_ids([json.dumps(e) for e in events])
+
+
+# A real Alertmanager (deploy/alertmanager/start.sh) and its webhook receiver, for ``--alertmanager``.
+from tests.app.alerts.conftest import alertmanager, receiver  # noqa: E402, F401

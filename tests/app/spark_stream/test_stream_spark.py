@@ -110,3 +110,49 @@ def test_kafka_source(spark, kafka_broker, sample_events, tmp_path: Path, capsys
     published = [json.loads(m.value) for m in consumer]
     consumer.close()
     assert_same_records(published, want)
+
+
+def test_alerts_reach_a_real_alertmanager(spark, cluster_events, alertmanager, tmp_path: Path, capsys) -> None:
+    """``--alertmanager``: the transitions of the last micro-batch too are delivered before the command ends (it
+    drains the sender), so Alertmanager shows exactly the alerts whose latest transition is firing."""
+    from app.alerts.alertmanager import Alertmanager
+    from app.spark.stream.sink import read_alerts
+    from contracts.alerts import Alert
+
+    write_events(cluster_events, tmp_path / "in" / "part-0.jsonl")
+    out = _stream(capsys, tmp_path, "--input", str(tmp_path / "in"), extra=("--alertmanager", alertmanager.url))
+    latest: dict[str, Alert] = {}
+    for obj in read_alerts(str(out)):
+        alert = Alert.from_json(obj)
+        seen = latest.get(alert.fingerprint)
+        if seen is None or float(obj.get("at", 0.0)) >= seen.at:
+            latest[alert.fingerprint] = Alert(
+                alert.labels, alert.annotations, alert.starts_at, alert.ends_at, at=float(obj.get("at", 0.0))
+            )
+    firing = {fp for fp, a in latest.items() if a.ends_at is None}
+    assert firing, "the simulated cluster should leave alerts firing at the end of its input"
+    client = Alertmanager(alertmanager.url, timeout=5.0)
+    try:
+        shown = {
+            Alert.from_json(a).fingerprint
+            for a in client.alerts()
+            if a["labels"].get("pack") == "hadoop" and a["labels"].get("alertname")
+        }
+    finally:
+        client.close()
+    assert firing <= shown
+
+
+def test_an_unreachable_alertmanager_is_reported_not_fatal(spark, cluster_events, tmp_path: Path, capsys) -> None:
+    """The records and the alert files are the run's output; an Alertmanager that does not answer costs the final
+    drain's wait and a line saying how many transitions it did not take, never the run."""
+    from app.spark.stream.sink import read_alerts
+    from tests.conftest import free_port
+
+    write_events(cluster_events, tmp_path / "in" / "part-0.jsonl")
+    argv = ["stream", "--pack", str(PACK), "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out")]
+    argv += ["--checkpoint", str(tmp_path / "ck"), "--available-now", "--master", "local[2]", "--no-progress"]
+    code, _, err = run_cli([*argv, "--alertmanager", f"http://127.0.0.1:{free_port()}"], capsys)
+    assert code == 0, err
+    assert read_alerts(str(tmp_path / "out"))
+    assert "alert transition(s) not delivered to Alertmanager in 10 s" in err and "connection refused" in err
