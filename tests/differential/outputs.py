@@ -126,9 +126,7 @@ def run_outputs(bootstrap: str, workdir: Path, prefix: str) -> dict[str, list[st
         bootstrap,
         str(HADOOP),
         data,
-        topics=f"{prefix}.hadoop",
-        broadcast=f"{prefix}.ganglia",
-        group=prefix,
+        prefix=prefix,
         extra=["--exit-when-idle", "5"],
     )
     log = workdir / f"{prefix}-run.log"

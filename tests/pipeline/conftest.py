@@ -110,9 +110,10 @@ def run_command(
     pack: str,
     data_dir: Path,
     *,
-    topics: str,
-    broadcast: str,
-    group: str,
+    prefix: str | None = None,
+    topics: str | None = None,
+    broadcast: str | None = None,
+    group: str | None = None,
     instance: str = "0",
     webhook: str | None = None,
     metrics_port: int = -1,
@@ -120,7 +121,14 @@ def run_command(
     shedding: bool = False,
 ) -> list[str]:
     """The ``hcep run`` command line of a test; shedding is off unless asked for, because the exactly-once tests
-    count every alert, and a backlog that outlives the pack's latency bound would (by design) cost some."""
+    count every alert, and a backlog that outlives the pack's latency bound would (by design) cost some.
+    ``prefix`` names the usual layout: topics ``PREFIX.hadoop``, broadcast ``PREFIX.ganglia``, group ``PREFIX``."""
+    if prefix is not None:
+        topics = topics or f"{prefix}.hadoop"
+        broadcast = broadcast or f"{prefix}.ganglia"
+        group = group or prefix
+    if topics is None or broadcast is None or group is None:
+        raise TypeError("run_command needs prefix, or topics, broadcast and group")
     cmd = [
         sys.executable,
         "-m",

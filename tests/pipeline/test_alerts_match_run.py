@@ -83,9 +83,7 @@ def test_match_alerts_prints_what_run_sends(
         kafka_broker.bootstrap,
         PACK,
         data,
-        topics=f"{prefix}.hadoop",
-        broadcast=f"{prefix}.ganglia",
-        group=prefix,
+        prefix=prefix,
         extra=["--exit-when-idle", "5"],
     )
     proc = start_service(cmd, tmp_path / "run.log")

@@ -91,9 +91,7 @@ def test_kill9_at_20_seeded_points_including_checkpoint_writes(
         bootstrap,
         PACK,
         data,
-        topics=f"{prefix}.hadoop",
-        broadcast=f"{prefix}.ganglia",
-        group=prefix,
+        prefix=prefix,
         webhook=receiver.url,
     )
     log = tmp_path / "run.log"
@@ -245,9 +243,7 @@ def test_disk_full_on_the_store_waits_and_resumes_losing_nothing(
         bootstrap,
         PACK,
         data,
-        topics=f"{prefix}.hadoop",
-        broadcast=f"{prefix}.ganglia",
-        group=prefix,
+        prefix=prefix,
         webhook=receiver.url,
         metrics_port=port,
     )
@@ -336,9 +332,7 @@ def test_webhook_receiver_down_for_two_minutes_delivers_everything_after(
         bootstrap,
         PACK,
         data,
-        topics=f"{prefix}.hadoop",
-        broadcast=f"{prefix}.ganglia",
-        group=prefix,
+        prefix=prefix,
         webhook=receiver.url,
         metrics_port=port,
     )

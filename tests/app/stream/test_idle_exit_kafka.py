@@ -32,9 +32,7 @@ def test_a_restarted_service_reads_the_backlog_before_it_is_idle(kafka_broker: B
         bootstrap,
         PACK,
         data,
-        topics=f"{prefix}.hadoop",
-        broadcast=f"{prefix}.ganglia",
-        group=prefix,
+        prefix=prefix,
         extra=["--exit-when-idle", "3", "--session-timeout", "9"],
     )
     log = tmp_path / "run.log"
