@@ -38,13 +38,13 @@ from engine.events import Event
 from engine.imprecise import state
 from engine.imprecise.buffers import TypeBuffer
 from engine.imprecise.confidence import Confidence, _chain_confidence, signature_confidence
+from engine.imprecise.enumeration import plan_enumeration
 from engine.imprecise.segments import Meter, WorkExceeded
-from engine.language import ast
 from engine.limits import Limits
 from engine.output import key_of, return_key
 from engine.plan.compiler import CompiledQuery
-from engine.plan.consistency import classify, false_consistent, is_monotone
-from engine.plan.predicates import KleeneCell, Placement, compile_expr, references
+from engine.plan.consistency import is_monotone
+from engine.plan.predicates import KleeneCell
 from engine.snapshot import EventCodec
 
 NEG_INF = -math.inf
@@ -140,85 +140,18 @@ class ImpreciseMatcher:
             self.buffers[self.comps[j].type].index_on(attr)
 
     def _plan_enumeration(self) -> None:
-        """Which predicates can run before the confidence DP: singleton-only ones once their earliest variable is
-        chosen, and true-false consistent Kleene filters (SASE++ on-the-fly early filters)."""
-        cq = self.cq
-        comps = self.comps
-        index = {c.var: c.index for c in comps}
-        kleene = {c.var for c in comps if c.kleene}
-        self.singleton_order = [c.index for c in comps if not c.kleene]
-        self.kleene_order = [c.index for c in comps if c.kleene]
-        self.singleton_checks: dict[int, list[Any]] = {}
-        self.kleene_filters: dict[int, list[Any]] = {}
-        self.set_filters: dict[int, list[Any]] = {}  # false-value consistent: false on all candidates -> no subset
-        self.z_filters: list[Any] = []  # true-false filters naming only a trailing Kleene variable: tried on z first
-        complete = Placement(None, "complete", index, {})
-        negated = {n.var for n in cq.negations}
-        # Components whose variable no predicate or RETURN names, with no negation beside them: their candidates
-        # matter only through time, which distinct output exploits (dominance, interchangeable middles).
-        named = {v for e in cq.ast.where for v in references(e)} | {
-            v for r in cq.ast.returns for v in references(r.expr)
-        }
-        beside_negation = {n.after for n in cq.negations} | {n.after + 1 for n in cq.negations}
-        self.free = {c.index for c in comps if c.var not in named and c.index not in beside_negation}
-        returned = {index[v] for r in cq.ast.returns for v in references(r.expr) if v in index}
-        self.return_ready = (
-            min(returned)
-            if returned
-            and not (returned & {c.index for c in comps if c.kleene})
-            and self.mode == "distinct"
-            and self.singles
-            else -1
+        plan = plan_enumeration(
+            self.cq, distinct_singles=self.mode == "distinct" and self.singles, early_filters=self.early_filters
         )
-        # Equality joins between two singleton components (``h.host = m.host``): the earlier one's candidates are
-        # looked up by the later one's value (bound first: singletons are chosen backwards), not scanned.  Q7 tested
-        # every Metric of its window against each closing one.  The predicate itself is still checked.
-        self.joins: dict[int, tuple[str, int, str]] = {}
-        singleton = {c.var: c.index for c in comps if not c.kleene}
-        for expr in cq.ast.where:
-            if (
-                isinstance(expr, ast.Compare)
-                and expr.op == "="
-                and isinstance(expr.left, ast.AttrRef)
-                and isinstance(expr.right, ast.AttrRef)
-                and expr.left.index is None
-                and expr.right.index is None
-                and expr.left.var in singleton
-                and expr.right.var in singleton
-                and expr.left.var != expr.right.var
-                and "ts" not in (expr.left.attr, expr.right.attr)
-                and id(expr) not in cq.forall
-            ):
-                (j, attr), (k, kattr) = sorted(
-                    [(singleton[expr.left.var], expr.left.attr), (singleton[expr.right.var], expr.right.attr)]
-                )
-                self.joins.setdefault(j, (attr, k, kattr))
-        for expr in cq.ast.where:
-            refs = references(expr)
-            if set(refs) & negated or id(expr) in cq.forall:
-                continue
-            kvars = set(refs) & kleene
-            last = comps[-1]
-            if (
-                last.kleene
-                and self.early_filters
-                and set(refs) == {last.var}
-                and not (refs[last.var] - {"i"})
-                and classify(expr, last.var) == "true-false"
-            ):
-                self.z_filters.append(compile_expr(expr, Placement(last.var, "begin", index, {})))
-            if not kvars and refs:
-                earliest = min(index[v] for v in refs)
-                self.singleton_checks.setdefault(earliest, []).append(compile_expr(expr, complete))
-            elif len(kvars) == 1 and self.early_filters:
-                var = kvars.pop()
-                k = index[var]
-                if classify(expr, var) == "true-false" and not (refs[var] - {"i"}):
-                    self.kleene_filters.setdefault(k, []).append(compile_expr(expr, Placement(var, "begin", index, {})))
-                elif false_consistent(expr, var):
-                    self.set_filters.setdefault(k, []).append(
-                        compile_expr(expr, Placement(None, "complete", index, cq.agg_slots))
-                    )
+        self.singleton_order = plan.singleton_order
+        self.kleene_order = plan.kleene_order
+        self.singleton_checks = plan.singleton_checks
+        self.kleene_filters = plan.kleene_filters
+        self.set_filters = plan.set_filters
+        self.z_filters = plan.z_filters
+        self.free = plan.free
+        self.return_ready = plan.return_ready
+        self.joins = plan.joins
 
     # ------------------------------------------------------------------ stream
 
