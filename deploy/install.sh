@@ -26,13 +26,7 @@ say() { printf '==> %s\n' "$*" >&2; }
 source "$ROOT/deploy/lib.sh"
 
 install_apt_packages() {
-    local rc=0
-    apt_install_missing hcep "${APT_PACKAGES[@]}" || rc=$?
-    case "$rc" in
-        0) ;;
-        2) say "no dpkg/apt-get here: not checking system packages (${APT_PACKAGES[*]})" ;;
-        *) say "$(apt_failure "$rc" "${APT_PACKAGES[@]}")"; return 1 ;;
-    esac
+    apt_ensure hcep "${APT_PACKAGES[@]}"
 }
 
 make_venv() {

@@ -58,6 +58,19 @@ apt_failure() {
     esac
 }
 
+# apt_ensure WHO PKG...: apt_install_missing, for an installer that can go on without apt-get: with no dpkg/apt-get
+# it says it is not checking and returns 0; any other failure is said (naming what is missing) and returns 1.
+apt_ensure() {
+    local who="$1" rc=0
+    shift
+    apt_install_missing "$who" "$@" || rc=$?
+    case "$rc" in
+        0) ;;
+        2) printf '==> %s: no dpkg/apt-get here: not checking Debian packages (%s)\n' "$who" "$*" >&2 ;;
+        *) printf '==> %s: %s\n' "$who" "$(apt_failure "$rc" "$@")" >&2; return 1 ;;
+    esac
+}
+
 # project_python: $PYTHON, else the active virtualenv's, else the project's .venv, else python3.
 project_python() {
     if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"

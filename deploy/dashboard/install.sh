@@ -20,13 +20,7 @@ say() { printf '==> dashboard: %s\n' "$*" >&2; }
 source "$ROOT/deploy/lib.sh"
 
 install_apt() {
-    local rc=0
-    apt_install_missing dashboard "${APT_PACKAGES[@]}" || rc=$?
-    case "$rc" in
-        0) ;;
-        2) say "no dpkg/apt-get here: not checking ${APT_PACKAGES[*]}" ;;
-        *) say "$(apt_failure "$rc" "${APT_PACKAGES[@]}")"; return 1 ;;
-    esac
+    apt_ensure dashboard "${APT_PACKAGES[@]}"
 }
 
 install_pip() {

@@ -69,3 +69,23 @@ def test_live_pid_and_port_open(tmp_path: Path) -> None:
         port = server.getsockname()[1]
         assert sh(f"port_open {port}").returncode == 0
     assert sh(f"port_open {port}").returncode != 0
+
+
+def test_apt_ensure_goes_on_without_apt_get_and_stops_on_a_failure(tmp_path: Path) -> None:
+    no_apt = tmp_path / "no-apt"
+    no_apt.mkdir()
+    for tool in ("bash", "dpkg-query", "tr", "id", "printf"):
+        found = subprocess.run(["bash", "-c", f"command -v {tool}"], capture_output=True, text=True).stdout.strip()
+        if found.startswith("/"):
+            (no_apt / tool).symlink_to(found)
+    out = sh("apt_ensure test hcep-no-such-package", env={"PATH": str(no_apt)})
+    assert out.returncode == 0
+    assert "==> test: no dpkg/apt-get here: not checking Debian packages (hcep-no-such-package)" in out.stderr
+    failing = tmp_path / "failing"
+    failing.mkdir()
+    for tool, code in (("apt-get", 100), ("sudo", 1)):
+        (failing / tool).write_text(f"#!/bin/sh\nexit {code}\n")
+        (failing / tool).chmod(0o755)
+    out = sh("apt_ensure test hcep-no-such-package", env={"PATH": f"{failing}:{os.environ['PATH']}"})
+    assert out.returncode == 1
+    assert "==> test: apt-get failed (exit 100) installing hcep-no-such-package" in out.stderr
