@@ -98,6 +98,29 @@ def _rollback(db: sqlite3.Connection) -> None:
         db.execute("ROLLBACK")
 
 
+#: How long opening a store keeps trying to switch it to WAL while another process does the same.
+WAL_SWITCH_SECONDS = 30.0
+
+
+def _switch_to_wal(db: sqlite3.Connection, seconds: float) -> None:
+    """``PRAGMA journal_mode = WAL``, tried again while another connection holds the lock.
+
+    Two processes opening one new store at once (``hcep run`` instances sharing a data dir) both switch its journal
+    mode; SQLite answers the loser "database is locked" at once, without calling the busy handler (the lock it would
+    wait for is one its own shared lock blocks), so the busy timeout does not cover it."""
+    deadline = time.monotonic() + seconds
+    delay = 0.01
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
 def store_path(data_dir: str) -> str:
     return os.path.join(data_dir, STORE_FILE)
 
@@ -113,7 +136,7 @@ class Store:
         self.db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
         self.db.execute("PRAGMA busy_timeout = 30000")
         if not readonly:
-            self.db.execute("PRAGMA journal_mode = WAL")
+            _switch_to_wal(self.db, WAL_SWITCH_SECONDS)
             self.db.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
         self.events_keep_seconds = EVENTS_KEEP_SECONDS
