@@ -165,26 +165,25 @@ class TypeBuffer:
             self.events = [e for e in self.events if e.thi >= min_thi]
             self.los = [e.tlo for e in self.events]
             if self.key is not None:
-                for v in {key_of(e.attrs.get(self.key)) for e in gone}:
-                    sub = self.keyed.get(v)
-                    if sub is not None:
-                        sub.prune(min_thi)
-                        if not sub.events:
-                            del self.keyed[v]
+                _prune_values(self.keyed, {key_of(e.attrs.get(self.key)) for e in gone}, min_thi)
             for attr, index in self.by_attr.items():
                 values = set()
                 for e in gone:
-                    v = e.attrs.get(attr)
                     try:
-                        values.add(v)
-                    except TypeError:
+                        values.add(e.attrs.get(attr))
+                    except TypeError:  # unhashable: never indexed
                         continue
-                for v in values:
-                    sub = index.get(v)
-                    if sub is not None:
-                        sub.prune(min_thi)
-                        if not sub.events:
-                            del index[v]
+                _prune_values(index, values, min_thi)
+
+
+def _prune_values(index: dict[Any, Keyed], values: set[Any], min_thi: float) -> None:
+    """Prune the lists of ``values`` in ``index`` (the values of the events just pruned), dropping emptied ones."""
+    for v in values:
+        sub = index.get(v)
+        if sub is not None:
+            sub.prune(min_thi)
+            if not sub.events:
+                del index[v]
 
 
 def _index_one(index: dict[Any, Keyed], attr: str, e: Event) -> None:

@@ -382,12 +382,11 @@ class ImpreciseMatcher:
         cands = []
         buf = self.buffers[self.comps[j].type]
         join = self.joins.get(j)
-        bound = assignment[join[1]] if join is not None else None
-        found = (
-            buf.candidates(eqv, floor, before)
-            if bound is None
-            else buf.joined(join[0], bound[0].attrs.get(join[2]), eqv, floor, before)  # type: ignore[index]
-        )
+        if join is not None and assignment[join[1]] is not None:
+            attr, k, kattr = join  # k is a later singleton: already chosen
+            found = buf.joined(attr, assignment[k][0].attrs.get(kattr), eqv, floor, before)
+        else:
+            found = buf.candidates(eqv, floor, before)
         for e in found:
             if e.thi < floor or id(e) in used:
                 continue
