@@ -10,19 +10,14 @@ is an install bug and fails.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, require_browser, screenshot_dir
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, require_browser, screenshot_dir, served_dashboard
 from tests.dashboards.fixture import IMBALANCE_TASK, OTHER_JOB, SLOW_PULL_TASK, STRAGGLER_JOB, STRAGGLER_MAPPER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,48 +42,9 @@ def served(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         shutil.copyfile(file, data / file.name)
     shutil.copytree(data_dir / "history", data / "history")
     acks = data / "acks.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HCEP_DASHBOARD_")}
-    env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "app.cli",
-            "dashboard",
-            "--data",
-            str(data),
-            "--acks",
-            str(acks),
-            "--port",
-            "0",
-            "--refresh",
-            str(REFRESH_S),
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.append(proc.stdout.readline()), daemon=True)  # type: ignore
-    reader.start()
-    reader.join(120)
-    url = lines[0].strip() if lines else ""
-    if not url.startswith("http://127.0.0.1:"):
-        proc.kill()
-        pytest.fail(f"hcep dashboard did not print its URL: {url!r} {proc.stderr.read() if proc.stderr else ''}")
-    try:
+    args = ["--data", str(data), "--acks", str(acks), "--refresh", str(REFRESH_S)]
+    with served_dashboard(args) as url:
         yield url, data, acks
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = proc.wait()
-        assert code == 0, f"hcep dashboard exited {code} on SIGTERM"
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, require_browser, screenshot_dir
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, require_browser, screenshot_dir, served_dashboard
 
 ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "queries" / "hadoop.yaml"
@@ -75,30 +73,9 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def served(recorded: dict[str, Any]) -> Iterator[str]:
     """``hcep dashboard --data`` on the recorded run, on a free loopback port: its URL."""
     require_browser()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HCEP_DASHBOARD_")}
-    env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "dashboard", "--data", str(recorded["data"]), "--acks",
-         str(recorded["acks"]), "--port", "0", "--refresh", "0"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.append(proc.stdout.readline()), daemon=True)  # type: ignore
-    reader.start()
-    reader.join(120)
-    url = lines[0].strip() if lines else ""
-    if not url.startswith("http://127.0.0.1:"):
-        proc.kill()
-        pytest.fail(f"hcep dashboard did not print its URL: {url!r} {proc.stderr.read() if proc.stderr else ''}")
-    try:
+    args = ["--data", str(recorded["data"]), "--acks", str(recorded["acks"]), "--refresh", "0"]
+    with served_dashboard(args, check_exit=False) as url:
         yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="module")

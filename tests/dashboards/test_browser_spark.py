@@ -5,18 +5,13 @@ lost executor; the Queries view both packs side by side."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, require_browser, screenshot_dir
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, require_browser, screenshot_dir, served_dashboard
 from tests.dashboards import spark_fixture
 from tests.dashboards.test_browser import grid_text, shoot, text_of, visit
 from tests.queries.spark_pack.conftest import manifest
@@ -29,50 +24,9 @@ TIMEOUT_MS = 30_000
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     require_browser()
     data = spark_fixture.build(tmp_path_factory.mktemp("spark-served"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HCEP_DASHBOARD_")}
-    env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "app.cli",
-            "dashboard",
-            "--data",
-            str(data),
-            "--port",
-            "0",
-            "--refresh",
-            "0",
-            "--pack",
-            str(ROOT / "queries" / "hadoop.yaml"),
-            "--pack",
-            str(ROOT / "queries" / "spark.yaml"),
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.append(proc.stdout.readline()), daemon=True)  # type: ignore
-    reader.start()
-    reader.join(120)
-    url = lines[0].strip() if lines else ""
-    if not url.startswith("http://127.0.0.1:"):
-        proc.kill()
-        pytest.fail(f"hcep dashboard did not print its URL: {url!r} {proc.stderr.read() if proc.stderr else ''}")
-    try:
+    packs = ["--pack", str(ROOT / "queries" / "hadoop.yaml"), "--pack", str(ROOT / "queries" / "spark.yaml")]
+    with served_dashboard(["--data", str(data), "--refresh", "0", *packs]) as url:
         yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = proc.wait()
-        assert code == 0, f"hcep dashboard exited {code} on SIGTERM"
 
 
 @pytest.fixture(scope="module")
