@@ -140,8 +140,6 @@ DRAIN_SECONDS = 10.0
 def run(args: argparse.Namespace) -> int:
     if args.input is not None and not os.path.isdir(args.input):
         raise CommandError(f"hcep stream: no such directory: {args.input}")
-    if args.alertmanager and not args.alertmanager.startswith(("http://", "https://")):
-        raise CommandError(f"hcep stream: --alertmanager wants an http(s) URL, got {args.alertmanager!r}")
     try:
         from app.spark.session import local_cores, spark_session
         from app.spark.stream.job import PlanMismatch, StreamOptions
@@ -166,7 +164,10 @@ def run(args: argparse.Namespace) -> int:
     if args.alertmanager:
         from app.alerts.alertmanager import AlertmanagerSender
 
-        sender = AlertmanagerSender(args.alertmanager)
+        try:
+            sender = AlertmanagerSender(args.alertmanager)
+        except ValueError as err:  # the client's own check of the URL
+            raise CommandError(f"hcep stream: --alertmanager: {err}") from None
         sender.start()
         deliver = sender.submit
     publish, producer = None, None

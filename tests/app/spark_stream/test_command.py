@@ -26,6 +26,7 @@ def test_help_names_the_options(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (["--input", "/nonexistent/dir"], "no such directory"),
         (["--input", "{tmp}", "--matches-topic", "t"], "--matches-topic needs --bootstrap"),
+        (["--input", "{tmp}", "--alertmanager", "127.0.0.1:9093"], "Alertmanager URL must be http(s)://HOST:PORT"),
     ],
 )
 def test_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], reason: str) -> None:
