@@ -4,7 +4,8 @@ as a Spark Structured Streaming query (:mod:`app.spark.stream`).
 Records go to ``OUTPUT/matches`` in the archive's layout, alert transitions to ``OUTPUT/alerts``, late and invalid
 events to ``OUTPUT/dead_letters``; each micro-batch once, whatever restarts happen (the checkpoint).
 ``--available-now`` processes what is there, ends the input (every partial match is released, as at the end of
-``hcep match``'s file) and exits; otherwise the query runs until SIGTERM or Ctrl-C.
+``hcep match``'s file) and exits; otherwise the query runs until SIGTERM or Ctrl-C (the first stops it after the
+batch in progress, a second at once).
 """
 
 from __future__ import annotations

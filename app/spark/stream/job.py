@@ -3,17 +3,19 @@
 Why ``processAllAvailable`` for ``--available-now``: the end-of-input marker must come after everything that was
 there, so the data is processed first, then the marker dropped into the control directory and processed too (it
 releases and flushes every group, as the end of ``hcep match``'s input does); the query then stops.  Without it the
-query runs until SIGTERM or Ctrl-C, which stop it between micro-batches.
+query runs until SIGTERM or Ctrl-C, which stop it between micro-batches (:func:`stop_between_batches`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,36 +136,97 @@ class Reporter:
                     print(f"hcep stream: {progress_line(data)}{extra}", file=sys.stderr, flush=True)
 
 
+class StopSignals:
+    """SIGTERM and Ctrl-C while the query runs: the first asks for a stop after the batch in progress, a second
+    for a stop at once.  (PySpark's own Ctrl-C handler cancels every job, which is the abrupt stop.)"""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.now = threading.Event()
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        (self.now if self.requested.is_set() else self.requested).set()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signals reach the main thread only (in-process callers stop the query themselves)
+            return
+        previous = {s: signal.signal(s, self._handle) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+
+def _until_signal(call: Callable[[], Any], signals: StopSignals) -> bool:
+    """Run a blocking query call in a thread, so that the main thread keeps taking signals: True when it returned,
+    False when a stop was asked for first (its error, if any, is raised)."""
+    box: dict[str, BaseException] = {}
+
+    def target() -> None:
+        try:
+            call()
+        except BaseException as err:  # noqa: BLE001 - handed to the caller
+            box["error"] = err
+
+    thread = threading.Thread(target=target, name="hcep-stream-wait", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.25)
+        if signals.requested.is_set():
+            return False
+    if "error" in box:
+        raise box["error"]
+    return True
+
+
+def stop_between_batches(query: Any, sink: StreamSink, signals: StopSignals, *, say: bool = True) -> None:
+    """Stop the query with no batch in the sink (:meth:`StreamSink.close_gate` says why), unless a second signal
+    asks for it at once; the batch then in progress runs again at the next start."""
+    waited = False
+    while not sink.close_gate(0.25):
+        if not query.isActive:
+            break
+        if signals.now.is_set():
+            if say:
+                print("hcep stream: stopping now; the batch in progress runs again at the next start", file=sys.stderr)
+            break
+        if say and not waited:
+            print("hcep stream: stopping after the batch in progress (signal again to stop now)", file=sys.stderr)
+        waited = True
+    query.stop()
+
+
 def run(spark: Any, plan: StreamPlan, sink: StreamSink, opts: StreamOptions) -> None:
-    """Run the query to its end: ``--available-now`` (data, then the end marker) or a stop signal."""
+    """Run the query to its end: ``--available-now`` (data, then the end marker) or a stop signal (see
+    :class:`StopSignals`)."""
     check_plan(opts.checkpoint, plan)
     query = start(spark, plan, sink, opts)
     report = Reporter(opts.progress, sink)
-    stop = threading.Event()
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        if opts.available_now:
-            query.processAllAvailable()
-            report(query)
-            write_end_marker(opts.checkpoint, f"{int(time.time() * 1000)}-{uuid.uuid4().hex[:6]}")
-            before = report.seen
-            query.processAllAvailable()
-            for _ in range(20):  # the last batch's progress is posted just after its commit
+    signals = StopSignals()
+    with signals.installed():
+        try:
+            if opts.available_now:
+                if not _until_signal(query.processAllAvailable, signals):
+                    return
                 report(query)
-                if report.seen > before:
-                    break
-                time.sleep(0.25)
-            return
-        while query.isActive and not stop.is_set():
-            query.awaitTermination(1.0)
+                write_end_marker(opts.checkpoint, f"{int(time.time() * 1000)}-{uuid.uuid4().hex[:6]}")
+                before = report.seen
+                if not _until_signal(query.processAllAvailable, signals):
+                    return
+                for _ in range(20):  # the last batch's progress is posted just after its commit
+                    report(query)
+                    if report.seen > before:
+                        break
+                    time.sleep(0.25)
+                return
+            while query.isActive and not signals.requested.is_set():
+                query.awaitTermination(1.0)
+                report(query)
+            if not signals.requested.is_set() and query.exception() is not None:
+                raise RuntimeError(str(query.exception()))
+        finally:
+            stop_between_batches(query, sink, signals)
             report(query)
-        if query.exception() is not None:
-            raise RuntimeError(str(query.exception()))
-    except KeyboardInterrupt:
-        pass
-    finally:
-        query.stop()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)

@@ -10,7 +10,8 @@ Layout under ``--output`` (the archive's, so ``hcep history``, ``hcep batch`` an
 Why it cannot duplicate: every file name is a function of the batch id and the batch's content is a function of
 its input offsets and the state before it (both in Spark's checkpoint), so a batch Spark runs again after a crash
 rewrites the same files; files are written aside and renamed in, and the commit file, renamed in last, makes a
-batch that Spark replays once more after it was committed here a no-op.  The alert rules' state is carried from
+batch that Spark replays once more after it was committed here a no-op (the batch still runs, into Spark's
+``noop`` sink, so that its state is committed).  The alert rules' state is carried from
 commit to commit, so alerts are judged once per record, in record order.
 """
 
@@ -21,6 +22,7 @@ import math
 import os
 import shutil
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +36,15 @@ DEAD_DIR = "dead_letters"
 #: Completion order of records within a batch (as ``hcep batch`` merges its groups').
 ORDER = ("emit_mid2", "emit_seq", "qidx", "emit_idx", "gkey")
 END = 2**62
+
+
+class StopRequested(RuntimeError):
+    """Raised by the sink for a batch that reaches it after a stop was asked for: Spark then commits nothing of
+    that batch, and the next run on the checkpoint runs it again (see :meth:`StreamSink.close_gate`)."""
+
+
+#: The text that marks :class:`StopRequested` in the query's exception (which Spark hands back as text).
+STOP_MARK = "hcep stream: stop requested"
 
 
 @dataclass
@@ -82,6 +93,9 @@ class StreamSink:
         self.progress_log = self.out / STREAM_DIR / "progress.jsonl"
         self.totals = Totals()
         self.last_batch = -1
+        self._gate = threading.Condition()
+        self._busy = False
+        self._closed = False
         self._load()
 
     def _load(self) -> None:
@@ -97,10 +111,39 @@ class StreamSink:
         return (self.commits / f"{batch_id:012d}.json").exists()
 
     def __call__(self, frame: Any, batch_id: int) -> None:
-        if self.committed(batch_id):
-            return  # Spark replays a batch this sink committed before the crash: nothing to do
-        rows = [r.asDict() for r in frame.collect()]
-        self.write(rows, batch_id)
+        with self._gate:
+            if self._closed:
+                raise StopRequested(f"{STOP_MARK} before batch {batch_id} (it runs again at the next start)")
+            self._busy = True
+        try:
+            if self.committed(batch_id):
+                # Spark runs again a batch this sink committed before a stop or crash: its outputs are here, but
+                # the batch must still run, so that the state operator commits its state for it (Spark checks
+                # that every partition did: STATE_STORE_COMMIT_VALIDATION_FAILED otherwise).
+                frame.write.format("noop").mode("overwrite").save()
+                return
+            rows = [r.asDict() for r in frame.collect()]  # runs the batch: the state operator's job
+            self.write(rows, batch_id)
+        finally:
+            with self._gate:
+                self._busy = False
+                self._gate.notify_all()
+
+    @property
+    def busy(self) -> bool:
+        """A batch is in the sink (and, since ``collect`` runs the batch's job, in the state operator)."""
+        return self._busy
+
+    def close_gate(self, timeout: float) -> bool:
+        """Refuse batches from now on and wait up to ``timeout`` s for the one in the sink; True when none is.
+
+        Why: stopping a query cancels its running job, and a cancel that lands inside ``foreachBatch`` comes back to
+        Spark as a py4j error whose long text overflows the stack of Spark's own error matching, killing the
+        stream thread before it cleans up.  A batch refused here raises :class:`StopRequested` before it starts;
+        Spark commits nothing of it."""
+        with self._gate:
+            self._closed = True
+            return self._gate.wait_for(lambda: not self._busy, timeout)
 
     def write(self, rows: list[dict[str, Any]], batch_id: int) -> None:
         """Commit one batch's operator output (plain dicts of :data:`app.spark.stream.state.OUT_SCHEMA`)."""

@@ -34,6 +34,32 @@ def _rows(n: int, base: float) -> list[dict]:
     return rows
 
 
+class _Frame:
+    """A batch's frame that notes how it was run (``collect`` would read it; the real replay is in
+    test_stream_spark's test_a_batch_replayed_after_the_sink_committed_it)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    @property
+    def write(self) -> _Frame:
+        return self
+
+    def format(self, name: str) -> _Frame:
+        self.calls.append(("format", name))
+        return self
+
+    def mode(self, name: str) -> _Frame:
+        self.calls.append(("mode", name))
+        return self
+
+    def save(self) -> None:
+        self.calls.append(("save",))
+
+    def collect(self) -> list:
+        raise AssertionError("a committed batch is read again")
+
+
 def test_a_batch_is_committed_once(tmp_path: Path) -> None:
     from app.commands.match import load_pack
     from app.spark.stream.sink import StreamSink, read_dead, read_records, totals
@@ -43,7 +69,9 @@ def test_a_batch_is_committed_once(tmp_path: Path) -> None:
     sink.write(_rows(3, 1_700_000_000.0), 0)
     again = StreamSink(str(tmp_path), pack, 0.1)  # a restarted driver
     assert again.committed(0) and again.last_batch == 0
-    again(None, 0)  # Spark replays batch 0: nothing is read or written
+    replayed = _Frame()
+    again(replayed, 0)  # Spark replays batch 0: it runs (its state is committed), nothing is read or written
+    assert replayed.calls == [("format", "noop"), ("mode", "overwrite"), ("save",)]
     again.write(_rows(2, 1_700_000_500.0), 1)
     assert len(read_records(str(tmp_path))) == 5
     assert [d["reason"] for d in read_dead(str(tmp_path))] == ["late", "late"]

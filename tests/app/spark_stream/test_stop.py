@@ -1,0 +1,71 @@
+"""How ``hcep stream`` takes SIGTERM and Ctrl-C (the real stop, in its own process, is in test_crash): the first
+signal asks for a stop after the batch in progress, a second for a stop at once; the blocking waits of
+``--available-now`` give way to a signal; the sink refuses batches once its gate is closed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.app.spark_stream.conftest import PACK
+
+
+def test_first_signal_asks_for_a_stop_the_second_for_now() -> None:
+    from app.spark.stream.job import StopSignals
+
+    signals = StopSignals()
+    before = signal.getsignal(signal.SIGINT)
+    with signals.installed():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        assert signals.requested.is_set() and not signals.now.is_set()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        assert signals.now.is_set()
+    assert signal.getsignal(signal.SIGINT) is before  # the handlers are given back
+
+
+def test_a_blocking_wait_gives_way_to_a_signal() -> None:
+    from app.spark.stream.job import StopSignals, _until_signal
+
+    signals = StopSignals()
+    release = threading.Event()
+    threading.Timer(0.2, signals.requested.set).start()
+    started = time.monotonic()
+    assert _until_signal(lambda: release.wait(30), signals) is False
+    assert time.monotonic() - started < 5
+    release.set()
+    assert _until_signal(lambda: None, StopSignals()) is True
+    with pytest.raises(ValueError, match="boom"):
+        _until_signal(lambda: (_ for _ in ()).throw(ValueError("boom")), StopSignals())
+
+
+def test_a_closed_gate_waits_for_the_batch_in_the_sink_and_refuses_the_next(tmp_path: Path) -> None:
+    from app.commands.match import load_pack
+    from app.spark.stream.sink import STOP_MARK, StopRequested, StreamSink
+
+    sink = StreamSink(str(tmp_path), load_pack(PACK), 0.1)
+    inside, leave = threading.Event(), threading.Event()
+
+    class Frame:
+        def collect(self) -> list:
+            inside.set()
+            leave.wait(30)
+            return []
+
+    batch = threading.Thread(target=sink, args=(Frame(), 0))
+    batch.start()
+    assert inside.wait(30) and sink.busy
+    assert sink.close_gate(0.1) is False  # the batch is still in the sink
+    leave.set()
+    assert sink.close_gate(30) is True
+    batch.join(30)
+    assert sink.committed(0)
+    with pytest.raises(StopRequested, match=STOP_MARK):
+        sink(Frame(), 1)
+    assert not sink.committed(1) and not sink.busy
