@@ -370,6 +370,14 @@ class AlertmanagerSender(threading.Thread):
             time.sleep(0.02)
         return True
 
+    def finish(self, timeout: float) -> int:
+        """A clean stop: deliver what was taken (up to ``timeout`` seconds), then stop the thread; the number of
+        transitions left undelivered."""
+        self.drain(timeout)
+        left = self.pending()
+        self.stop()
+        return left
+
     # ------------------------------------------------------------------------------------------------- the thread
     def run(self) -> None:
         try:

@@ -201,13 +201,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if sender is not None:
             # The last micro-batch's transitions were only just submitted: deliver them before the thread goes.
-            if not sender.drain(DRAIN_SECONDS):
+            left = sender.finish(DRAIN_SECONDS)
+            if left:
                 print(
-                    f"hcep stream: {sender.pending()} alert transition(s) not delivered to Alertmanager in "
+                    f"hcep stream: {left} alert transition(s) not delivered to Alertmanager in "
                     f"{DRAIN_SECONDS:.0f} s ({sender.last_error or 'no answer'}); they are in {args.output}/alerts",
                     file=sys.stderr,
                 )
-            sender.stop()
         if producer is not None:
             producer.close()
     t = totals(args.output)

@@ -220,8 +220,14 @@ class Service:
             self.sender.stop()
             self.sender.join(timeout=10)
         if self.am_sender is not None:
-            self.am_sender.drain(self.cfg.drain_timeout)
-            self.am_sender.stop()
+            left = self.am_sender.finish(self.cfg.drain_timeout)
+            if left:
+                log.warning(
+                    "%d alert transition(s) not delivered to Alertmanager in %.0f s (%s)",
+                    left,
+                    self.cfg.drain_timeout,
+                    self.am_sender.last_error or "no answer",
+                )
         if self.publisher is not None:
             self.publisher.stop()
             self.publisher.join(timeout=10)

@@ -195,6 +195,23 @@ def test_an_error_in_a_round_does_not_end_delivery() -> None:
         sender.stop()
 
 
+def test_finish_delivers_then_stops_and_counts_what_is_left() -> None:
+    fake = FakeClient()
+    sender = AlertmanagerSender(fake, max_delay=0.1, linger=0.0)  # type: ignore[arg-type]
+    sender.start()
+    job = job_id()
+    sender.submit([make_alert(job, "A"), make_alert(job, "B")])
+    assert sender.finish(5) == 0 and not sender.is_alive()
+    assert sorted(a["labels"]["alertname"] for p in fake.posts for a in p) == ["A", "B"]
+
+    down = FakeClient()
+    down.fail = 0  # no answer at all
+    sender = AlertmanagerSender(down, max_delay=0.1, linger=0.0)  # type: ignore[arg-type]
+    sender.start()
+    sender.submit([make_alert(job, "C")])
+    assert sender.finish(0.3) == 1 and not sender.is_alive()
+
+
 # ------------------------------------------------------------------------------------------ the real Alertmanager
 def test_the_sender_keeps_alertmanager_informed_across_a_restart(alertmanager: Daemon, client: Alertmanager) -> None:
     """Firing alerts are re-sent (their endsAt moves on); Alertmanager stopped: transitions keep being taken,
