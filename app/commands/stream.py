@@ -65,7 +65,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the state operator's tasks (spark.sql.shuffle.partitions; default 2 x cores; fixed by the checkpoint)",
     )
     parser.add_argument("--max-files-per-trigger", type=int, metavar="N", help="files per micro-batch (--input)")
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=0, metavar="N", help="messages per batch")
+    parser.add_argument(
+        "--max-offsets-per-trigger",
+        type=int,
+        default=0,
+        metavar="N",
+        help="messages per batch (0, the default: all that wait); shared over partitions by count, not time, so a "
+        "cap can make a lagging partition's events late",
+    )
     parser.add_argument("--trigger", type=float, default=0.0, metavar="S", help="seconds between micro-batches")
     parser.add_argument("--alertmanager", metavar="URL", help="also deliver the alert transitions to Alertmanager")
     parser.add_argument(
