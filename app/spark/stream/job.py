@@ -182,7 +182,7 @@ def _until_signal(call: Callable[[], Any], signals: StopSignals) -> bool:
     return True
 
 
-def stop_between_batches(query: Any, sink: StreamSink, signals: StopSignals, *, say: bool = True) -> None:
+def stop_between_batches(query: Any, sink: StreamSink, signals: StopSignals) -> None:
     """Stop the query with no batch in the sink (:meth:`StreamSink.close_gate` says why), unless a second signal
     asks for it at once; the batch then in progress runs again at the next start."""
     waited = False
@@ -190,10 +190,9 @@ def stop_between_batches(query: Any, sink: StreamSink, signals: StopSignals, *, 
         if not query.isActive:
             break
         if signals.now.is_set():
-            if say:
-                print("hcep stream: stopping now; the batch in progress runs again at the next start", file=sys.stderr)
+            print("hcep stream: stopping now; the batch in progress runs again at the next start", file=sys.stderr)
             break
-        if say and not waited:
+        if not waited:
             print("hcep stream: stopping after the batch in progress (signal again to stop now)", file=sys.stderr)
         waited = True
     query.stop()

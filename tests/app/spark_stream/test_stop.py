@@ -69,3 +69,54 @@ def test_a_closed_gate_waits_for_the_batch_in_the_sink_and_refuses_the_next(tmp_
     with pytest.raises(StopRequested, match=STOP_MARK):
         sink(Frame(), 1)
     assert not sink.committed(1) and not sink.busy
+
+
+class _Query:
+    """The two calls stop_between_batches makes of a streaming query."""
+
+    def __init__(self) -> None:
+        self.isActive = True
+        self.stopped = threading.Event()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.isActive = False
+
+
+@pytest.mark.parametrize("second_signal", [False, True])
+def test_the_stop_waits_for_the_batch_unless_signalled_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], second_signal: bool
+) -> None:
+    from app.commands.match import load_pack
+    from app.spark.stream.job import StopSignals, stop_between_batches
+    from app.spark.stream.sink import StreamSink
+
+    sink = StreamSink(str(tmp_path), load_pack(PACK), 0.1)
+    inside, leave = threading.Event(), threading.Event()
+
+    class Frame:
+        def collect(self) -> list:
+            inside.set()
+            leave.wait(30)
+            return []
+
+    batch = threading.Thread(target=sink, args=(Frame(), 0))
+    batch.start()
+    assert inside.wait(30)
+    query, signals = _Query(), StopSignals()
+    signals.requested.set()
+    stopper = threading.Thread(target=stop_between_batches, args=(query, sink, signals))
+    stopper.start()
+    assert not query.stopped.wait(0.6)  # the batch is still in the sink
+    if second_signal:
+        signals.now.set()
+        assert query.stopped.wait(5) and not sink.committed(0)
+        leave.set()
+    else:
+        leave.set()
+        assert query.stopped.wait(5) and sink.committed(0)
+    stopper.join(5)
+    batch.join(30)
+    err = capsys.readouterr().err
+    assert "stopping after the batch in progress" in err
+    assert ("stopping now" in err) is second_signal
