@@ -29,6 +29,7 @@ to ``[max(lower bounds) - W + 1, min(upper bounds) + W - 1]`` -- its cost follow
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from collections.abc import Sequence
@@ -276,6 +277,141 @@ def _pivot_confidence(events: Sequence[Event], window: int, k: int) -> Confidenc
     return Confidence(min(total / worlds, 1.0), start, end)
 
 
+#: The most matrix cells :func:`_gap_chain_confidence` builds for one signature; beyond, the tick DP runs.
+GAP_CHAIN_CELLS = 2_000_000
+#: Matrix cells per unit of the work meter (a unit is one DP transition, about a microsecond; numpy takes a few
+#: nanoseconds a cell: 11 x 151 x 151 cells, Q7's shape, in about 0.7 ms).
+GAP_CELLS_PER_UNIT = 256
+
+
+def _gap_kernel(x: Any, y: Any, cands: Sequence[Event]) -> Any:
+    """K[i, j] = [x_i < y_j] * prod over candidates n of (points of n not strictly between x_i and y_j): the worlds
+    of a gap between consecutive chain points ``x_i < y_j`` that none of ``cands`` falls into (exact integers)."""
+    import numpy as np
+
+    kernel = (x[:, None] < y[None, :]).astype(np.float64)
+    for n in cands:
+        lo = np.maximum(x + 1, n.tlo)  # the candidate's points strictly between x and y
+        hi = np.minimum(y - 1, n.thi)
+        inside = np.clip(hi[None, :] - lo[:, None] + 1, 0, None)
+        kernel *= (n.thi - n.tlo + 1) - inside
+    return kernel
+
+
+def _gap_chain_confidence(
+    chain: Sequence[Event],
+    negs: Sequence[Any],
+    cands: Sequence[Sequence[Event]],
+    window: int | None,
+    meter: segments.Meter | None,
+) -> Confidence | None:
+    """Exact confidence of one event per component with negation candidates, as a product of gap matrices.
+
+    With singleton components every predicate is decided before (``v.ts`` is the reported timestamp), so a world's
+    weight factors over consecutive pairs: the chain's order, and for each negation its candidates' points outside
+    the gap (the tick DP's factor).  Worlds are counted, from each first point to each last point, by matrix
+    products, then cut by the window; every count is an integer below 2**53, so exact in floating point, and the
+    confidence is one correctly rounded division.  ``None`` when the matrices or counts would be too large (or a
+    negation is not between two components): the tick DP then runs."""
+    import numpy as np
+
+    k = len(chain)
+    gaps: list[list[Event]] = [[] for _ in range(k - 1)]
+    for neg, cs in zip(negs, cands, strict=True):
+        if not 0 <= neg.after < k - 1:
+            return None
+        gaps[neg.after].extend(cs)
+    widths = [e.thi - e.tlo + 1 for e in chain]
+    worlds = math.prod(widths) * math.prod(n.thi - n.tlo + 1 for cs in gaps for n in cs)
+    cells = sum(widths[0] * widths[i] * widths[i + 1] for i in range(k - 1))
+    if worlds >= 2**53 or cells > GAP_CHAIN_CELLS:
+        return None
+    if meter is not None:
+        meter.spend(cells // GAP_CELLS_PER_UNIT + 1)
+    points = [np.arange(e.tlo, e.thi + 1, dtype=np.int64) for e in chain]
+    paths = np.eye(widths[0])  # paths[i, j]: worlds from first point i to point j of the event placed last
+    for g in range(k - 1):
+        paths = paths @ _gap_kernel(points[g], points[g + 1], gaps[g])
+    if window is not None:
+        paths = np.where(points[-1][None, :] - points[0][:, None] < window, paths, 0.0)
+    rows = np.flatnonzero(paths.sum(axis=1) > 0.0)
+    if not len(rows):
+        return ZERO
+    cols = np.flatnonzero(paths.sum(axis=0) > 0.0)
+    return _from_count(int(paths.sum()), int(points[0][rows[0]]), int(points[-1][cols[-1]]), worlds)
+
+
+def _shared_candidates(
+    cq: CompiledQuery, assignment: Sequence[Sequence[Event]], negation_candidates: Sequence[Sequence[Event]]
+) -> list[Event]:
+    """Imprecise events that can fall into two negation gaps of one world (``SEQ(A a, ~X x1, B b, ~X x2, C c)``: an
+    X whose interval spans b's points lies before b in some worlds and after it in others).  For gaps ``g < h`` that
+    takes a point below ``t_{g+1}`` and one above ``t_h``, so an event wholly after component g+1's last point, or
+    wholly before component h's first, is in at most one of them in every world."""
+    gaps_of: dict[int, list[int]] = {}
+    events: dict[int, Event] = {}
+    for neg, cands in zip(cq.negations, negation_candidates, strict=True):
+        for n in cands:
+            if n.thi > n.tlo and neg.after not in gaps_of.setdefault(id(n), []):
+                gaps_of[id(n)].append(neg.after)
+                events[id(n)] = n
+    shared = []
+    for key, gaps in gaps_of.items():
+        n = events[key]
+        gaps.sort()
+        if any(
+            n.tlo < max(e.thi for e in assignment[g + 1]) and n.thi > min(e.tlo for e in assignment[h])
+            for i, g in enumerate(gaps)
+            for h in gaps[i + 1 :]
+        ):
+            shared.append(n)
+    return shared
+
+
+def _at_point(e: Event, point: int) -> Event:
+    """A copy of ``e`` placed at one tick (its attributes and reported ``ts`` kept)."""
+    placed = copy.copy(e)
+    seconds = e.lo + (point - e.tlo) * (e.hi - e.lo) / (e.thi - e.tlo) if e.thi > e.tlo else e.lo
+    placed.lo = placed.hi = seconds
+    placed.tlo = placed.thi = placed.t = point
+    return placed
+
+
+def _conditioned_on_shared(
+    cq: CompiledQuery,
+    assignment: Sequence[Sequence[Event]],
+    negation_candidates: Sequence[Sequence[Event]],
+    shared: list[Event],
+    meter: segments.Meter | None,
+) -> Confidence:
+    """Confidence when an event is a candidate of several negations, by conditioning on where it lies.
+
+    The gaps are disjoint, so such an event avoids them all with probability 1 - sum of its chances per gap, not
+    the product of (1 - chance) the gap-by-gap computations take (SEQ(A a, ~D x1, B b, ~D x2, C c) with D spanning
+    b's point: 0.36 instead of 0.2).  Placed at one tick it is in at most one gap, and the product is exact; the
+    confidence is the average over its ticks (over the joint ticks when there are several such events)."""
+    ranges = [range(n.tlo, n.thi + 1) for n in shared]
+    positions = math.prod(len(r) for r in ranges)
+    if meter is not None:
+        meter.spend(positions)
+    total = 0.0
+    first: int | None = None
+    last: int | None = None
+    for points in itertools.product(*ranges):
+        fixed = {id(n): _at_point(n, p) for n, p in zip(shared, points, strict=True)}
+        cands = [[fixed.get(id(n), n) for n in cs] for cs in negation_candidates]
+        c = signature_confidence(cq, assignment, cands, meter)
+        if c.value > 0.0:
+            total += c.value
+            if c.first_tick is not None:
+                first = c.first_tick if first is None else min(first, c.first_tick)
+            if c.last_tick is not None:
+                last = c.last_tick if last is None else max(last, c.last_tick)
+    if total <= 0.0:
+        return ZERO
+    return Confidence(min(total / positions, 1.0), first, last)
+
+
 def signature_confidence(
     cq: CompiledQuery,
     assignment: Sequence[Sequence[Event]],
@@ -290,6 +426,9 @@ def signature_confidence(
     the order of the elements in each world.  ``meter`` counts the DP's transitions and raises
     :class:`engine.imprecise.segments.WorkExceeded` past its budget.
     """
+    shared = _shared_candidates(cq, assignment, negation_candidates)
+    if shared:
+        return _conditioned_on_shared(cq, assignment, negation_candidates, shared, meter)
     comps = cq.components
     m = len(comps)
     events: list[Event] = []
@@ -346,6 +485,10 @@ def signature_confidence(
         begins = takes = [None] * m
         final = None
         checks = [None] * len(negs)
+        if METHOD != "ticks" and any(negation_candidates):
+            gap = _gap_chain_confidence(chain, negs, negation_candidates, window, meter)
+            if gap is not None:
+                return gap
 
     # Ticks at which something can be placed, and the events that must be placed by the end of each tick: only the
     # ticks that can lie in a match -- within W - 1 of every event's interval (the pmf stays the whole interval's).

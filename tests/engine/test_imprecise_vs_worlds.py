@@ -84,6 +84,55 @@ def check_against_worlds(query: str, events: list[Event], threshold: float) -> N
         assert rec["start"] == want.first_tick * TICK and rec["end"] == want.last_tick * TICK, (key, rec, want)
 
 
+#: Two negations of one type, so that one event can be a candidate of both gaps.
+SHARED_NEGATION_QUERIES = [
+    "PATTERN SEQ(A a, ~D x1, B b, ~D x2, C c)",
+    "PATTERN SEQ(A a, ~D x1, B b, ~D x2, C c) WHERE x2.v >= b.v WITHIN 6 s",
+    "PATTERN SEQ(A a, ~D x1, B+ b[], ~D x2, C c) WITHIN 7 s",
+    "PATTERN SEQ(A a, ~D x1, B b, C c, ~D x2, A d)",
+]
+
+
+@st.composite
+def shared_negation_streams(draw: st.DrawFn) -> list[Event]:
+    """A, B, C and a later A around ticks 0-2, 3-6, 7-10, 11-13, and one or two D anywhere from 1 to 10 (up to 5
+    points wide): a D often spans a B or C point, where it may fall into the gap before or the gap after."""
+    events: list[Event] = []
+    worlds = 1
+    spec = [("A", 0, 2), ("B", 3, 6), ("C", 7, 10)]
+    spec += [("B", 3, 6)] if draw(st.booleans()) else []
+    spec += [("A", 11, 13)] if draw(st.booleans()) else []
+    spec = [("D", 1, 10)] * draw(st.integers(1, 2)) + spec  # the D first: theirs are the wide intervals
+    for i, (etype, lo_min, lo_max) in enumerate(spec):
+        lo = draw(st.integers(lo_min, lo_max))
+        width = draw(st.integers(0, (4 if etype == "D" else 2) if worlds < 20 else 0))  # at most 300 worlds
+        worlds *= width + 1
+        attrs = {"v": draw(st.integers(0, 2))}
+        events.append(
+            Event(etype, lo + width / 2, attrs, id=f"e{i}", seq=i, lo=float(lo), hi=float(lo + width), tick=TICK)
+        )
+    return sorted(events, key=lambda e: (e.lo, e.seq))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(query=st.sampled_from(SHARED_NEGATION_QUERIES), events=shared_negation_streams())
+def test_an_event_that_may_fall_into_either_of_two_negation_gaps(query: str, events: list[Event]) -> None:
+    check_against_worlds(query, events, 0.0)
+
+
+def test_one_negated_event_between_two_gaps_counts_once() -> None:
+    """D over ticks 3-7 around b at 5: the match survives only where D lies at 5 itself, 1/5 (was 9/25: the
+    chances of the two gaps were taken as independent)."""
+    events = [
+        Event("A", 0.0, {}, id="a", seq=0, lo=0.0, hi=0.0, tick=TICK),
+        Event("D", 5.0, {}, id="x", seq=1, lo=3.0, hi=7.0, tick=TICK),
+        Event("B", 5.0, {}, id="b", seq=2, lo=5.0, hi=5.0, tick=TICK),
+        Event("C", 10.0, {}, id="c", seq=3, lo=10.0, hi=10.0, tick=TICK),
+    ]
+    (record,) = match_events(compile_query("PATTERN SEQ(A a, ~D x1, B b, ~D x2, C c)", tick=TICK), events)
+    assert math.isclose(record["confidence"], 0.2)
+
+
 DISTINCT_QUERIES = [
     "PATTERN SEQ(A a, B+ b[], C c) WHERE b[i].v >= b[i-1].v RETURN a.k AS k",
     "PATTERN SEQ(A a, B b, C c) RETURN b.v AS v",

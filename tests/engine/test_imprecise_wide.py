@@ -207,6 +207,46 @@ def test_segment_sweep_equals_tick_dp(data: st.DataObject, query: str) -> None:
         assert (first, last) == (ticks.first_tick, ticks.last_tick)
 
 
+GAP_QUERIES = [
+    "PATTERN SEQ(A a, ~D x1, B b, ~D x2, C c) WITHIN 60 s",  # Q7's shape
+    "PATTERN SEQ(A a, ~D x, B b, C c)",
+    "PATTERN SEQ(A a, B b, ~D x, C c) WITHIN 40 s",
+]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(data=st.data(), query=st.sampled_from(GAP_QUERIES))
+def test_gap_matrices_equal_the_tick_dp(data: st.DataObject, query: str) -> None:
+    """One event per component with negation candidates, up to 151 points per interval (a Ganglia event at tick
+    0.1): the gap matrices' exact count against the tick DP, value and span.  A candidate of both gaps goes through
+    the conditioning in both."""
+    cq = compile_query(query, tick=TICK)
+    assignment = data.draw(assignments(cq))
+    cands = []
+    for n in range(len(cq.negations)):
+        if n and data.draw(st.booleans()):
+            cands.append(cands[0])  # the same events are candidates of both negations (Q7's ReducerEnd)
+            continue
+        mid = assignment[1][0]  # near the middle event, where a candidate may fall into either gap
+        starts = st.integers(mid.tlo - 12, mid.thi) | st.integers(0, 200)
+        spans = data.draw(st.lists(st.tuples(starts, st.integers(0, 12)), min_size=1, max_size=2))
+        cands.append(
+            [
+                Event("D", lo, {}, id=f"d{n}{i}", seq=100 + i, lo=lo, hi=lo + w, tick=TICK)
+                for i, (lo, w) in enumerate(spans)
+            ]
+        )
+    confidence.METHOD = "ticks"
+    try:
+        ticks = confidence.signature_confidence(cq, assignment, cands)
+    finally:
+        confidence.METHOD = "auto"
+    got = confidence.signature_confidence(cq, assignment, cands)
+    assert math.isclose(got.value, ticks.value, rel_tol=1e-9, abs_tol=1e-15)
+    if got.value:
+        assert (got.first_tick, got.last_tick) == (ticks.first_tick, ticks.last_tick)
+
+
 # ------------------------------------------------------------------ a million ticks, against closed forms
 
 
