@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,29 +46,43 @@ def test_a_blocking_wait_gives_way_to_a_signal() -> None:
         _until_signal(lambda: (_ for _ in ()).throw(ValueError("boom")), StopSignals())
 
 
-def test_a_closed_gate_waits_for_the_batch_in_the_sink_and_refuses_the_next(tmp_path: Path) -> None:
+class _HeldFrame:
+    """A batch's frame whose ``collect`` (which runs the batch) holds it in the sink until ``leave`` is set."""
+
+    def __init__(self) -> None:
+        self.inside, self.leave = threading.Event(), threading.Event()
+
+    def collect(self) -> list:
+        self.inside.set()
+        self.leave.wait(30)
+        return []
+
+
+def _batch_in_sink(tmp_path: Path) -> tuple[Any, _HeldFrame, threading.Thread]:
+    """A sink with batch 0 inside it, held there (the sink, the batch's frame, its thread)."""
     from app.commands.match import load_pack
-    from app.spark.stream.sink import STOP_MARK, StopRequested, StreamSink
+    from app.spark.stream.sink import StreamSink
 
     sink = StreamSink(str(tmp_path), load_pack(PACK), 0.1)
-    inside, leave = threading.Event(), threading.Event()
-
-    class Frame:
-        def collect(self) -> list:
-            inside.set()
-            leave.wait(30)
-            return []
-
-    batch = threading.Thread(target=sink, args=(Frame(), 0))
+    frame = _HeldFrame()
+    batch = threading.Thread(target=sink, args=(frame, 0))
     batch.start()
-    assert inside.wait(30) and sink.busy
+    assert frame.inside.wait(30)
+    return sink, frame, batch
+
+
+def test_a_closed_gate_waits_for_the_batch_in_the_sink_and_refuses_the_next(tmp_path: Path) -> None:
+    from app.spark.stream.sink import STOP_MARK, StopRequested
+
+    sink, frame, batch = _batch_in_sink(tmp_path)
+    assert sink.busy
     assert sink.close_gate(0.1) is False  # the batch is still in the sink
-    leave.set()
+    frame.leave.set()
     assert sink.close_gate(30) is True
     batch.join(30)
     assert sink.committed(0)
     with pytest.raises(StopRequested, match=STOP_MARK):
-        sink(Frame(), 1)
+        sink(_HeldFrame(), 1)
     assert not sink.committed(1) and not sink.busy
 
 
@@ -87,22 +102,9 @@ class _Query:
 def test_the_stop_waits_for_the_batch_unless_signalled_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], second_signal: bool
 ) -> None:
-    from app.commands.match import load_pack
     from app.spark.stream.job import StopSignals, stop_between_batches
-    from app.spark.stream.sink import StreamSink
 
-    sink = StreamSink(str(tmp_path), load_pack(PACK), 0.1)
-    inside, leave = threading.Event(), threading.Event()
-
-    class Frame:
-        def collect(self) -> list:
-            inside.set()
-            leave.wait(30)
-            return []
-
-    batch = threading.Thread(target=sink, args=(Frame(), 0))
-    batch.start()
-    assert inside.wait(30)
+    sink, frame, batch = _batch_in_sink(tmp_path)
     query, signals = _Query(), StopSignals()
     signals.requested.set()
     stopper = threading.Thread(target=stop_between_batches, args=(query, sink, signals))
@@ -111,9 +113,9 @@ def test_the_stop_waits_for_the_batch_unless_signalled_again(
     if second_signal:
         signals.now.set()
         assert query.stopped.wait(5) and not sink.committed(0)
-        leave.set()
+        frame.leave.set()
     else:
-        leave.set()
+        frame.leave.set()
         assert query.stopped.wait(5) and sink.committed(0)
     stopper.join(5)
     batch.join(30)
