@@ -348,6 +348,8 @@ def _shared_candidates(
     X whose interval spans b's points lies before b in some worlds and after it in others).  For gaps ``g < h`` that
     takes a point below ``t_{g+1}`` and one above ``t_h``, so an event wholly after component g+1's last point, or
     wholly before component h's first, is in at most one of them in every world."""
+    if not any(negation_candidates):
+        return []  # most signatures: no negation, or no candidate (called for every signature)
     gaps_of: dict[int, list[int]] = {}
     events: dict[int, Event] = {}
     for neg, cands in zip(cq.negations, negation_candidates, strict=True):

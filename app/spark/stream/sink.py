@@ -43,7 +43,7 @@ class StopRequested(RuntimeError):
     that batch, and the next run on the checkpoint runs it again (see :meth:`StreamSink.close_gate`)."""
 
 
-#: The text that marks :class:`StopRequested` in the query's exception (which Spark hands back as text).
+#: How :class:`StopRequested`'s message begins (Spark's log shows it for a batch refused at the stop).
 STOP_MARK = "hcep stream: stop requested"
 
 
