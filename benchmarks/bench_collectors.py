@@ -23,7 +23,7 @@ from pathlib import Path
 from collectors.hadoop.collect import Summary, collect, discover, parse_source, sorted_events
 from collectors.hadoop.common import ParseStats, zone
 from collectors.hadoop.deadletter import DeadLetterSink
-from collectors.simulate import SimConfig, simulate
+from simulator import SimConfig, simulate
 
 clock = time.process_time
 

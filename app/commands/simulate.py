@@ -5,7 +5,7 @@ Writes DIR/hadoop/ (job history files, AM and reduce container syslogs), DIR/gan
 the definitions of collectors/README.md "Ground truth", planted or not) and DIR/jobs.jsonl (every job and task
 attempt).  The same seed gives the same files.
 
-``--live`` runs the cluster in real time instead (``collectors/simulate/live.py``): a compressed scenario starting
+``--live`` runs the cluster in real time instead (``simulator/live.py``): a compressed scenario starting
 now -- a thinned SWIM job mix plus one planted job per anomaly kind in the first seconds, repeated every
 ``--showcase-every`` seconds -- whose log lines are appended to DIR/hadoop/ as the wall clock reaches their times and
 whose Ganglia rounds go to gmond (``--ganglia gmond HOST:PORT``) as they fall due.  It runs for ``--minutes`` or until
@@ -101,7 +101,7 @@ def _ganglia_mode(values: list[str]) -> tuple[str, str | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collectors.simulate import SimConfig, simulate
+    from simulator import SimConfig, simulate
 
     mode, gmond = _ganglia_mode(args.ganglia or ["none" if args.live else "rrd"])
     if args.live and mode == "rrd":
@@ -153,7 +153,7 @@ def _live(args: argparse.Namespace, mode: str, gmond: str | None) -> int:
     import threading
     import time
 
-    from collectors.simulate import live
+    from simulator import live
 
     if args.keep > 1:
         raise CommandError("--keep is a fraction of the SWIM jobs, at most 1")

@@ -1,6 +1,6 @@
 """Synthetic Hadoop + Ganglia traces in the event vocabulary of SPEC section 7, for tests and the Spark benchmark.
 
-Why not the cluster simulator (``collectors.simulate``): it writes genuine log files, which is what the collectors'
+Why not the cluster simulator (``simulator``): it writes genuine log files, which is what the collectors'
 tests need but far too slow for ten million events.  This generator makes the events directly, job by job from
 ``seed + job`` (so any slice of jobs can be generated in parallel and equals the same slice of a serial run), and
 plants what the Hadoop pack looks for: a straggling mapper now and then (Q1), slow reducers (Q2), shuffle pulls

@@ -181,7 +181,7 @@ def test_unreachable_broker_is_a_clear_error(tmp_path: Path, capsys: pytest.Capt
 # ------------------------------------------------------------------------------------------------------ ganglia
 def test_collect_ganglia_rrd_publishes_keyed_by_host(kafka_broker: Broker, prefix: str, tmp_path: Path) -> None:
     pytest.importorskip("rrdtool")
-    from collectors.simulate.ganglia_out import STEP, write_rrd
+    from simulator.ganglia_out import STEP, write_rrd
 
     start = math.floor(time.time() / STEP) * STEP - 20 * STEP
     samples = [(float(start + i * STEP), h, "load_one", v + i) for i in range(20) for h, v in (("a", 0.0), ("b", 4.0))]

@@ -15,7 +15,7 @@ import pytest
 
 from app.demo import live as demo_live
 from app.demo.supervisor import Child, Supervisor, descendants
-from collectors.simulate import live
+from simulator import live
 
 
 @pytest.fixture(scope="module")

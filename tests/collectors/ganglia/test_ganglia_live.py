@@ -16,7 +16,7 @@ from collectors.ganglia.derive import Deduplicator, round_events, rounds_from_do
 from collectors.ganglia.poll import PollError, poll
 from collectors.ganglia.rrd import discover, read_history
 from collectors.ganglia.xml import GangliaDocument, XmlParser, parse_document
-from collectors.simulate.ganglia_out import send_gmetric
+from simulator.ganglia_out import send_gmetric
 from tests.collectors.ganglia.helpers import Ganglia, wait_for
 
 

@@ -15,7 +15,7 @@ from app.cli import CommandError
 from app.commands import collect_ganglia
 from collectors.ganglia.rrd import discover, fetch, read_history
 from collectors.hadoop.deadletter import DeadLetterSink
-from collectors.simulate.ganglia_out import STEP, spoof_ip, write_rrd
+from simulator.ganglia_out import STEP, spoof_ip, write_rrd
 
 T0 = 1_700_000_100  # a multiple of 15: values written at row boundaries read back exactly
 

@@ -11,9 +11,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from collectors.simulate.jobs import Attempt, Job
-from collectors.simulate.layout import jhist_path, ms, write_text
-from collectors.simulate.swim import DATA
+from simulator.jobs import Attempt, Job
+from simulator.layout import jhist_path, ms, write_text
+from simulator.swim import DATA
 
 NS = "org.apache.hadoop.mapreduce.jobhistory."
 SCHEMA = (DATA / "Event.avsc").read_text(encoding="utf-8").strip()

@@ -17,7 +17,7 @@ from app.cli import CommandError
 from app.commands import simulate as simulate_cmd
 from collectors.hadoop.collect import Summary, collect
 from collectors.hadoop.deadletter import DeadLetterSink
-from collectors.simulate import SimConfig, detect, simulate, swim
+from simulator import SimConfig, detect, simulate, swim
 
 SMALL = {"nodes": 20, "hours": 0.2, "seed": 7}
 
@@ -192,7 +192,7 @@ def test_hadoop3_log_format_round_trip(tmp_path: Path) -> None:
 
 
 def test_ganglia_writer_is_called_when_available(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from collectors.simulate import ganglia_out
+    from simulator import ganglia_out
 
     calls = []
     monkeypatch.setattr(

@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.simulate import swim
-from collectors.simulate.config import MB, SimConfig
-from collectors.simulate.jobs import Job
+from simulator import swim
+from simulator.config import MB, SimConfig
+from simulator.jobs import Job
 
 PLAN = ".plan"
 #: The runaway reducer's run queue reaches its peak after this fraction of its run: a quick rise puts several
@@ -126,8 +126,8 @@ def scenario_jobs(
 ) -> Callable[[SimConfig], tuple[list[Job], dict[str, int]]]:
     """A ``jobs_factory`` for ``run.simulate``: the SWIM window thinned to ``keep`` of its jobs (none planted), plus a
     showcase round at the start and every ``showcase_every`` seconds after."""
-    from collectors.simulate.definitions import KINDS
-    from collectors.simulate.run import new_job
+    from simulator.definitions import KINDS
+    from simulator.run import new_job
 
     def make(cfg: SimConfig) -> tuple[list[Job], dict[str, int]]:
         span = cfg.hours * 3600.0
@@ -192,7 +192,7 @@ def live_config(
 
 def plan(cfg: SimConfig, out_dir: str, *, showcase_every: float = 600.0, keep: float = 0.25) -> dict[str, Any]:
     """Simulate the scenario into ``out_dir/.plan``; copy its ground truth and job list to ``out_dir``."""
-    from collectors.simulate.run import simulate
+    from simulator.run import simulate
 
     plan_dir = os.path.join(out_dir, PLAN)
     if os.path.exists(plan_dir):
@@ -383,7 +383,7 @@ class Player:
         os.makedirs(os.path.dirname(samples_path), exist_ok=True)
         send = self._send
         if send is None and self.gmond:
-            from collectors.simulate.ganglia_out import send_gmetric
+            from simulator.ganglia_out import send_gmetric
 
             send = send_gmetric
         step = self.rounds[1][0] - self.rounds[0][0] if len(self.rounds) > 1 else 15.0

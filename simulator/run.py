@@ -16,19 +16,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from collectors.simulate import anomalies, swim
-from collectors.simulate.amlog_out import AmLogWriter
-from collectors.simulate.config import SimConfig
-from collectors.simulate.definitions import QueuedOutput
-from collectors.simulate.detect import rounds_of
-from collectors.simulate.jhist_out import JhistWriter
-from collectors.simulate.jobs import Attempt, Job
-from collectors.simulate.layout import host_names, ms
-from collectors.simulate.load import LoadRecorder
-from collectors.simulate.model import Cluster
-from collectors.simulate.shuffle import Shuffle
-from collectors.simulate.tasklog_out import ReduceLogWriter
-from collectors.simulate.truth import build, write_jobs
+from simulator import anomalies, swim
+from simulator.amlog_out import AmLogWriter
+from simulator.config import SimConfig
+from simulator.definitions import QueuedOutput
+from simulator.detect import rounds_of
+from simulator.jhist_out import JhistWriter
+from simulator.jobs import Attempt, Job
+from simulator.layout import host_names, ms
+from simulator.load import LoadRecorder
+from simulator.model import Cluster
+from simulator.shuffle import Shuffle
+from simulator.tasklog_out import ReduceLogWriter
+from simulator.truth import build, write_jobs
 
 _USERS = ("etl", "hive", "analytics", "ads", "search", "adhoc")
 _QUEUES = {"etl": "etl", "adhoc": "adhoc"}
@@ -98,7 +98,7 @@ def simulate(
     """Simulate and write everything under ``out_dir``; returns a summary (also the ground truth's header).
 
     ``jobs_factory`` makes the jobs and their planted anomalies (default: the SWIM window with random plants; the
-    live mode's scenario is :func:`collectors.simulate.live.scenario_jobs`)."""
+    live mode's scenario is :func:`simulator.live.scenario_jobs`)."""
     cfg.validate()
     warn = warn or (lambda msg: print(msg, file=sys.stderr))
     started = time.perf_counter()
@@ -180,7 +180,7 @@ def _ganglia(
     if mode == "none":
         return
     try:
-        from collectors.simulate import ganglia_out
+        from simulator import ganglia_out
     except ImportError as err:
         warn(f"simulate: Ganglia writer not available ({err}); wrote ganglia/samples.jsonl only")
         return

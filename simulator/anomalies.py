@@ -24,8 +24,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from collectors.simulate.config import SimConfig
-from collectors.simulate.definitions import GIB, KINDS, SkewedMapper, SkewedReducer, SlowPull, UnbalancingReducer
+from simulator.config import SimConfig
+from simulator.definitions import GIB, KINDS, SkewedMapper, SkewedReducer, SlowPull, UnbalancingReducer
 
 __all__ = ["KINDS", "choose", "eligible"]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors.simulate import SimConfig, detect, simulate
-from collectors.simulate.definitions import GIB, KINDS, SkewedMapper, SkewedReducer, texts
-from collectors.simulate.detect import Round, Run
+from simulator import SimConfig, detect, simulate
+from simulator.definitions import GIB, KINDS, SkewedMapper, SkewedReducer, texts
+from simulator.detect import Round, Run
 
 S = 1000  # ms per second
 

@@ -18,12 +18,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from collectors.simulate import shuffle as shuffle_mod
-from collectors.simulate.config import SimConfig
-from collectors.simulate.definitions import SlowPull
-from collectors.simulate.detect import slow_pulls
-from collectors.simulate.jobs import Attempt, Job
-from collectors.simulate.load import LoadRecorder
+from simulator import shuffle as shuffle_mod
+from simulator.config import SimConfig
+from simulator.definitions import SlowPull
+from simulator.detect import slow_pulls
+from simulator.jobs import Attempt, Job
+from simulator.load import LoadRecorder
 
 _ARRIVE, _AM_READY, _DONE, _SPECULATE, _RELEASE, _JOB_END = range(6)
 _RUNAWAY_WEIGHT = 1.0

@@ -13,7 +13,7 @@ import os
 import time
 from urllib.parse import quote_plus
 
-from collectors.simulate.jobs import Job
+from simulator.jobs import Job
 
 _MILLIS = tuple(f",{i:03d} " for i in range(1000))
 

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from collectors.simulate import detect
-from collectors.simulate.config import SimConfig
-from collectors.simulate.definitions import KINDS, QueuedOutput, SkewedMapper, SkewedReducer, UnbalancingReducer, texts
-from collectors.simulate.jobs import Attempt, Job
-from collectors.simulate.layout import ms
+from simulator import detect
+from simulator.config import SimConfig
+from simulator.definitions import KINDS, QueuedOutput, SkewedMapper, SkewedReducer, UnbalancingReducer, texts
+from simulator.jobs import Attempt, Job
+from simulator.layout import ms
 
 
 def job_record(job: Job, hosts: list[str]) -> dict[str, Any]:

@@ -13,8 +13,8 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from collectors.simulate.config import SimConfig
-from collectors.simulate.jobs import Attempt, Job, Pull
+from simulator.config import SimConfig
+from simulator.jobs import Attempt, Job, Pull
 
 
 @dataclass(slots=True)

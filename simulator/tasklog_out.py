@@ -8,9 +8,9 @@ from map-output for ...", "closeInMemoryFile -> ..."), with the MergeManager's m
 
 from __future__ import annotations
 
-from collectors.simulate.jobs import Attempt, Job
-from collectors.simulate.layout import container_dir, ms, render, write_text
-from collectors.simulate.shuffle import Shuffle
+from simulator.jobs import Attempt, Job
+from simulator.layout import container_dir, ms, render, write_text
+from simulator.shuffle import Shuffle
 
 _R = "org.apache.hadoop.mapreduce.task.reduce."
 _MEMORY_LIMIT = 668_309_888

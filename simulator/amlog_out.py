@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from collectors.simulate.jobs import Attempt, Job
-from collectors.simulate.layout import container_dir, ms, render, write_text
+from simulator.jobs import Attempt, Job
+from simulator.layout import container_dir, ms, render, write_text
 
 _APP = "org.apache.hadoop.mapreduce.v2.app."
 _MRAM = _APP + "MRAppMaster"

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.simulate.definitions import QueuedOutput, SkewedMapper, SkewedReducer, SlowPull, UnbalancingReducer
+from simulator.definitions import QueuedOutput, SkewedMapper, SkewedReducer, SlowPull, UnbalancingReducer
 
 
 # ------------------------------------------------------------------------------------------------ skewed tasks

@@ -4,7 +4,7 @@
 reduce task syslogs, per-host ``load_one`` samples and a ground truth of planted anomalies (see ``run.py``).
 """
 
-from collectors.simulate.config import SimConfig
-from collectors.simulate.run import simulate
+from simulator.config import SimConfig
+from simulator.run import simulate
 
 __all__ = ["SimConfig", "simulate"]
