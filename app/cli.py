@@ -104,6 +104,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         help="with --pack: print, instead of the records, exactly the alert objects `hcep run` would send for this "
         "input (the pack's alert rules; one Alertmanager v2 JSON object a line)",
     )
+    match.add_argument(
+        "--full-matches",
+        action="store_true",
+        help="write whole signatures: a growing run (Q4) lists its whole prefix in every record instead of the "
+        "events since its previous record (SPEC section 5; quadratic, for tests and small inputs)",
+    )
     match.set_defaults(func=_run_match)
 
     demo = sub.add_parser(

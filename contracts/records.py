@@ -1,9 +1,25 @@
-"""The match record (SPEC section 5) and its identity."""
+"""The match record (SPEC section 5), its identity, and the chains of increments of growing runs.
+
+A run that completes a match at every event it takes (a trailing Kleene component under skip_till_next_match,
+partition or strict contiguity: Q4) is written as a chain (SPEC section 5): every record carries ``"id"`` (its
+:func:`record_id`, over the *whole* signature) and lists, for the growing variable, only the events taken since the
+run's previous record, which it names in ``"extends"``.  The growing variable is the last one of the record's
+``match`` (a trailing component is the pattern's last; records keep the pattern's order).  :class:`ChainRebuilder`
+(records in order) and :func:`follow_chain` / :func:`merge_chain` (random access, e.g. a store) give back the whole
+signature.
+
+**The id of an increment** is a hash chain: sha256 of the query, the parent's id and the signature the increment
+lists (the first record of a chain lists its whole signature and has the ordinary id).  So it is a function of the
+whole signature (and of where the run wrote its records), computed in time proportional to the increment.  Hashing
+the whole sorted signature at every record, as the first record's id does, would be quadratic again: event ids are
+random (collectors hash them), so each new id sorts into the middle of the previous ones and the whole text changes.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +34,8 @@ class MatchRecord:
     start: float
     end: float
     returns: dict[str, Any] = field(default_factory=dict)
+    id: str | None = None  #: the record id, carried by the records of a growing run (SPEC section 5)
+    extends: str | None = None  #: the id of the run's previous record, which this one extends
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> MatchRecord:
@@ -29,27 +47,154 @@ class MatchRecord:
             float(obj.get("start", 0.0)),
             float(obj.get("end", 0.0)),
             dict(obj.get("return") or {}),
+            _opt_str(obj.get("id")),
+            _opt_str(obj.get("extends")),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "match": self.match,
-            "confidence": self.confidence,
-            "start": self.start,
-            "end": self.end,
-            "return": self.returns,
-        }
+        out: dict[str, Any] = {"query": self.query}
+        if self.id is not None:
+            out["id"] = self.id
+        if self.extends is not None:
+            out["extends"] = self.extends
+        out.update({"match": self.match, "confidence": self.confidence, "start": self.start, "end": self.end})
+        out["return"] = self.returns
+        return out
 
 
-def record_id(record: dict[str, Any] | MatchRecord, output: str = "all") -> str:
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def record_id(record: Mapping[str, Any] | MatchRecord, output: str = "all") -> str:
     """The identity of a match record: sha256 of the query and the signature (the sorted event ids per variable) or,
-    for ``distinct`` output, of the RETURN value, which is what that mode makes unique."""
+    for ``distinct`` output, of the RETURN value, which is what that mode makes unique.  A record of a growing run
+    carries its id (computed over its whole signature, which it does not list): that one is returned."""
     obj = record.to_dict() if isinstance(record, MatchRecord) else record
+    carried = obj.get("id")
+    if isinstance(carried, str):
+        return carried
+    parent = obj.get("extends")
     if output == "distinct":
         body: Any = [obj["query"], "return", obj.get("return", {})]
+    elif isinstance(parent, str):  # an increment: its parent's id and what it adds (see increments below)
+        match = obj.get("match", {})
+        body = [obj["query"], "extends", parent, {var: sorted(ids) for var, ids in match.items()}]
     else:
         match = obj.get("match", {})
         body = [obj["query"], "match", {var: sorted(ids) for var, ids in match.items()}]
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def increment_id(query: str, parent: str, match: Mapping[str, Iterable[str]]) -> str:
+    """The id of an increment (a record extending ``parent``; ``match`` as it lists it): :func:`record_id` of it."""
+    return record_id({"query": query, "extends": parent, "match": {v: list(ids) for v, ids in match.items()}})
+
+
+# --------------------------------------------------------------------------------------------------- growing runs
+
+
+class ChainError(ValueError):
+    """A record extends one that is not known (lost, or not read): its whole signature cannot be rebuilt."""
+
+
+def growing_var(record: Mapping[str, Any]) -> str | None:
+    """The variable an increment adds to: the last of its ``match`` (the trailing Kleene component)."""
+    match = record.get("match") or {}
+    return next(reversed(match), None) if isinstance(match, Mapping) else None
+
+
+def extend_match(base: Mapping[str, list[str]], increment: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The whole signature of ``increment`` given the whole signature of the record it extends."""
+    match = dict(increment.get("match") or {})
+    grow = growing_var(increment)
+    out = {var: list(ids) for var, ids in match.items()}
+    if grow is not None:
+        out[grow] = list(base.get(grow, [])) + list(match[grow])
+    return out
+
+
+def whole(record: Mapping[str, Any], match: dict[str, list[str]]) -> dict[str, Any]:
+    """``record`` as a self-contained record (SPEC section 5) with the whole signature ``match``: no ``id`` and no
+    ``extends``, as ``hcep match --full-matches`` writes it."""
+    out = {k: v for k, v in record.items() if k not in ("id", "extends")}
+    out["match"] = match
+    return out
+
+
+class ChainRebuilder:
+    """Whole signatures from a stream of records in their order of output (each increment after the record it
+    extends).  Keeps the whole signature of each chain's latest record only; ``max_chains`` bounds how many chains
+    are kept (the oldest forgotten first: a run that ended long ago will not be extended)."""
+
+    def __init__(self, max_chains: int | None = None) -> None:
+        self.heads: dict[str, dict[str, list[str]]] = {}
+        self.max_chains = max_chains
+
+    def match_of(self, record: Mapping[str, Any]) -> dict[str, list[str]]:
+        """The whole signature of ``record`` (its own ``match`` when it extends nothing); :class:`ChainError` when it
+        extends a record not seen.  The lists returned belong to the rebuilder: copy them to keep them."""
+        rid = record.get("id")
+        parent = record.get("extends")
+        if parent is None:
+            match = {var: list(ids) for var, ids in (record.get("match") or {}).items()}
+        else:
+            base = self.heads.pop(str(parent), None)
+            if base is None:
+                raise ChainError(f"record {rid} of {record.get('query')} extends {parent}, which was not seen")
+            grow = growing_var(record)
+            match = base
+            for var, ids in (record.get("match") or {}).items():
+                if var == grow:
+                    match.setdefault(var, []).extend(ids)
+                else:
+                    match[var] = list(ids)
+        if isinstance(rid, str):
+            self.heads[rid] = match
+            if self.max_chains is not None and len(self.heads) > self.max_chains:
+                del self.heads[next(iter(self.heads))]
+        return match
+
+    def full(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """``record`` with its whole signature (:func:`whole`); the lists are copies."""
+        match = self.match_of(record)
+        return whole(record, {var: list(ids) for var, ids in match.items()})
+
+
+def rebuild(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every record of ``records`` (in output order) as a self-contained one with its whole signature."""
+    chains = ChainRebuilder()
+    return [chains.full(r) for r in records]
+
+
+def follow_chain(
+    record: Mapping[str, Any], lookup: Callable[[str], Mapping[str, Any] | None], limit: int = 1_000_000
+) -> tuple[list[Mapping[str, Any]], bool]:
+    """The chain ending at ``record``, oldest first, found by ``lookup(id)`` (a store, an archive); and whether it is
+    complete (False: a link is missing, or longer than ``limit`` records)."""
+    chain = [record]
+    seen = set()
+    while True:
+        parent = chain[-1].get("extends")
+        if parent is None:
+            return chain[::-1], True
+        if parent in seen or len(chain) >= limit:
+            return chain[::-1], False
+        seen.add(parent)
+        got = lookup(str(parent))
+        if got is None:
+            return chain[::-1], False
+        chain.append(got)
+
+
+def merge_chain(chain: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """The whole signature of a chain given oldest first (:func:`follow_chain`)."""
+    match: dict[str, list[str]] = {}
+    for record in chain:
+        match = (
+            extend_match(match, record)
+            if record.get("extends") is not None
+            else {var: list(ids) for var, ids in (record.get("match") or {}).items()}
+        )
+    return match

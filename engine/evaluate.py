@@ -37,6 +37,7 @@ __all__ = [
     "pack_horizon",
     "shard_key",
     "sort_events",
+    "write_increments",
 ]
 
 NEG_INF = -math.inf
@@ -46,6 +47,14 @@ NFA_STRATEGIES = ("skip_till_next_match", "partition_contiguity")
 SKIP_STRATEGIES = ("skip_till_any_match", "skip_till_next_match")
 #: Equivalence attributes that keep a query's matches within one job (so one process of a group sees them whole).
 JOB_KEYS = frozenset({"job_id", "task_id", "attempt_id"})
+
+
+def write_increments(matchers: Iterable[Any], on: bool = True) -> None:
+    """Have the evaluators that write growing runs (the NFA^b runtime) write them as increments (SPEC section 5), or
+    (``on=False``) as whole signatures, as ``--full-matches`` asks."""
+    for m in matchers:
+        if hasattr(m, "increments"):
+            m.increments = on
 
 
 def make_matcher(cq: CompiledQuery, max_uncertainty: int = 0) -> Any:
@@ -314,7 +323,14 @@ class PackRunner:
     """
 
     def __init__(
-        self, pack: Any, umax: int, *, shedding: bool = True, limits: Limits | None = None, lazy_ids: bool = False
+        self,
+        pack: Any,
+        umax: int,
+        *,
+        shedding: bool = True,
+        limits: Limits | None = None,
+        lazy_ids: bool = False,
+        increments: bool = False,
     ) -> None:
         self.pack = pack
         self.tick = float(pack.tick)
@@ -331,6 +347,8 @@ class PackRunner:
             for m in self.matchers:
                 if hasattr(m, "lazy_ids"):
                     m.lazy_ids = True
+        # Growing runs as increments (SPEC section 5): what hcep run stores and publishes.
+        write_increments(self.matchers, increments)
         self.pairs = list(zip(self.specs, self.matchers, strict=True))
         self.windows = [cq.window for cq in self.cqs]
         self.shedding = from_pack(pack)
@@ -431,8 +449,15 @@ class StreamedMatch:
     soon as it completes, so that an exponential output is written out instead of held; then :meth:`dropped` gives
     what the bounds dropped per query."""
 
-    def __init__(self, queries: Iterable[CompiledQuery], events: Iterable[Event], limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        queries: Iterable[CompiledQuery],
+        events: Iterable[Event],
+        limits: Limits | None = None,
+        increments: bool = False,
+    ) -> None:
         self.cqs = list(queries)
+        self.increments = increments
         self.events = events
         self.limits = limits if limits is not None else Limits()
         self.matchers: list[Any] = []
@@ -443,6 +468,7 @@ class StreamedMatch:
         self.matchers = [make_matcher(cq, widest) for cq in self.cqs]
         for m in self.matchers:
             m.set_limits(self.limits)
+        write_increments(self.matchers, self.increments)
         # One pass (PackFeeder): each event to the queries that name its type, the others' clocks kept once; the
         # records and their order are those of feeding every query in turn.  Fed a chunk at a time (feed_many: an
         # event no query reads costs a few local updates), the chunk shrinking while records come (they are held

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, TypeGuard
 
+from app.alerts.evidence import EvidenceChains
 from contracts.alerts import Alert, rfc3339
 from contracts.records import MatchRecord, record_id
 from engine.language import ast
@@ -246,6 +247,7 @@ class AlertEngine:
         self.deadlines: list[tuple[float, int, str, GroupKey, str, float]] = []  # (time, seq, rule, key, kind, token)
         self._seq = 0
         self.now = NEG_INF
+        self.chains = EvidenceChains(EVIDENCE_IDS)  # growing runs' increments -> whole evidence (SPEC section 5)
 
     # ------------------------------------------------------------------ feeding
     def observe(self, record: dict[str, Any] | MatchRecord, now: float) -> list[Alert]:
@@ -259,6 +261,7 @@ class AlertEngine:
         out = self.advance(now) if now > self.now else []
         if not rules:
             return out
+        record = self.chains.view(record)
         values = record.get("return") or {}
         for rule in rules:
             env = dict(values)
@@ -450,11 +453,13 @@ class AlertEngine:
         return {
             "now": None if self.now == NEG_INF else self.now,
             "groups": [[name, list(key), g.to_json()] for (name, key), g in self.groups.items()],
+            "chains": self.chains.snapshot(),
         }
 
     def restore(self, data: dict[str, Any] | None) -> None:
         self.groups.clear()
         self.deadlines.clear()
+        self.chains.restore(data.get("chains") if data else None)
         if not data:
             self.now = NEG_INF
             return
@@ -463,6 +468,7 @@ class AlertEngine:
 
     def merge(self, data: dict[str, Any]) -> None:
         """Take over the groups of another engine's snapshot (a process that died): those this one has not got."""
+        self.chains.merge(data.get("chains"))
         for name, key, state in data.get("groups", []):
             rule = self.rules.get(name)
             if rule is None:

@@ -316,7 +316,8 @@ def run(args: argparse.Namespace) -> int:
     # Only the types the queries read become events; the others are checked and kept as their clocks.
     events = read_events(args.events, tick, max_delta_of(args, pack), built_types(compiled))
     limits = limits_of(args, pack)
-    matched = StreamedMatch(compiled, events, limits)
+    # Growing runs as increments (SPEC section 5) unless --full-matches asks for whole signatures.
+    matched = StreamedMatch(compiled, events, limits, increments=not getattr(args, "full_matches", False))
     write = sys.stdout.write
     with frozen():
         for record in matched:  # written as they complete: an exponential output is never held
@@ -389,7 +390,7 @@ def judge(pack: Any, events: list[Any], max_delta: float = RUN_MAX_DELTA, limits
 
     tick = pack_tick(pack)
     umax = math.ceil(2 * max_delta / tick) + 1
-    runner = PackRunner(pack, umax, shedding=False, limits=limits, lazy_ids=True)
+    runner = PackRunner(pack, umax, shedding=False, limits=limits, lazy_ids=True, increments=True)
     engine = AlertEngine(pack)
     now = -math.inf
     for ev in sort_events(events):

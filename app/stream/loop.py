@@ -151,7 +151,8 @@ class Service:
         old = getattr(self, "epoch", None)
         if old is not None:  # keep the shed counters cumulative over the process's epochs
             self.gauges.retire(old.runner)
-        runner = PackRunner(self.pack, self.umax, shedding=self.cfg.shedding, limits=self.cfg.limits)
+        # Growing runs (Q4) as increments (SPEC section 5): the store and the matches topic hold chains.
+        runner = PackRunner(self.pack, self.umax, shedding=self.cfg.shedding, limits=self.cfg.limits, increments=True)
         self.outputs.clear()
         self.stream_now = NEG_INF
         return Epoch(runner, Watermark(self.bound, self.cfg.idle_timeout, self.tick))
@@ -458,7 +459,16 @@ class Service:
         pack = self.pack.name
         outputs = self.outputs
         for spec, raw in out:
-            record = MatchRecord(raw["query"], raw["match"], raw["confidence"], raw["start"], raw["end"], raw["return"])
+            record = MatchRecord(
+                raw["query"],
+                raw["match"],
+                raw["confidence"],
+                raw["start"],
+                raw["end"],
+                raw["return"],
+                raw.get("id"),
+                raw.get("extends"),
+            )
             outputs.record(record, spec.output, pack, now)
             if spec.name in rules.queries:
                 alerts.extend(rules.observe(record, now_s))

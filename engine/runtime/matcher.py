@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
+from contracts.records import record_id
 from engine.evaluator import Clock, Record, Stats, register
 from engine.events import Event
 from engine.language.ast import Aggregate, walk
@@ -78,6 +79,12 @@ class Matcher:
         #: RETURN values and rarely the ids (alert rules), a trailing Kleene's growing prefixes then cost O(1) each
         #: instead of a copy of the whole prefix.  Such records are not JSON-serialisable as they are.
         self.lazy_ids = False
+        #: Records of growing runs as increments (SPEC section 5): a run that completes a match at every event it
+        #: takes (a trailing Kleene component under the strategies other than skip_till_any_match, ``all`` output)
+        #: writes, after its first record, only the events taken since its previous one, which it names in
+        #: ``extends``.  Off: whole signatures (``--full-matches``), quadratic in a run's length.
+        self.increments = False
+        self.grows = not self.any and self.comps[-1].kleene and cq.output == "all"
         # Memory bounds (engine.runtime.limits): runs per pool and in total; feed() compares ``alive`` with the
         # smaller one, so they cost one comparison per event until they bind.
         self.max_runs_per_key: int | None = None
@@ -605,6 +612,8 @@ class Matcher:
         out.append(self._record(r, returned))
 
     def _record(self, r: Run, returned: dict[str, Any]) -> dict[Any, Any]:
+        if self.increments and self.grows:
+            return self._increment(r, returned)
         match: dict[str, list[str]] = {}
         lo = math.inf
         hi = NEG_INF
@@ -635,6 +644,64 @@ class Matcher:
             "end": hi,
             "return": returned,
         }
+
+    def _increment(self, r: Run, returned: dict[str, Any]) -> dict[Any, Any]:
+        """The record of a growing run as an increment of its previous record (SPEC section 5): the trailing Kleene
+        variable lists the events taken since then (in SPEC order among themselves), ``extends`` names it, and
+        ``id`` is the record id (:func:`contracts.records.record_id`: whole for a chain's first record, chained for
+        the others).  ``start``, ``end`` and ``return`` are of the whole prefix; the cost is that of the increment."""
+        comps = self.comps
+        bind = r.bind
+        last = self.last
+        cell = bind[last]
+        match: dict[str, list[str]] = {}
+        lo = cell.lo
+        hi = cell.hi
+        for j in range(last):
+            b = bind[j]
+            if comps[j].kleene:
+                ids, klo, khi = _kleene_ids(b)
+                match[comps[j].var] = ids
+                if klo < lo:
+                    lo = klo
+                if khi > hi:
+                    hi = khi
+            else:
+                match[comps[j].var] = [b.id]
+                if b.lo < lo:
+                    lo = b.lo
+                if b.hi > hi:
+                    hi = b.hi
+        chain = r.chain
+        parent: str | None = None
+        new: list[Event] = []
+        x = cell
+        stop = None if chain is None else chain[0]
+        while x is not None and x is not stop:
+            new.append(x.event)
+            x = x.prev
+        if chain is not None and x is stop:
+            parent = chain[1]
+        if len(new) > 1:
+            new.sort(key=_id_key)
+        else:
+            new.reverse()
+        match[comps[last].var] = [e.id for e in new]
+        rec: dict[str, Any] = {"query": self.name}
+        if parent is not None:
+            rec["extends"] = parent
+        rec["match"] = match
+        rid = record_id(rec)
+        r.chain = (cell, rid)
+        out: dict[str, Any] = {"query": self.name, "id": rid}
+        if parent is not None:
+            out["extends"] = parent
+        out["match"] = match
+        out["confidence"] = 1.0
+        out["start"] = lo
+        out["end"] = hi
+        out["return"] = returned
+        return out
 
 
 class KleeneIds(Sequence[Any]):

@@ -7,12 +7,21 @@ from typing import Any
 
 class Run:
     """One partial match: the component it waits at (``k``), whether that Kleene component has elements (``kin``),
-    the binding, the first/last selected times and the equivalence values bound so far (``eqv``)."""
+    the binding, the first/last selected times and the equivalence values bound so far (``eqv``); ``chain``: for a
+    run written as increments (SPEC section 5), the Kleene cell and the id of its last record (None before it)."""
 
-    __slots__ = ("k", "kin", "bind", "t_first", "t_last", "t_prev", "eqv")
+    __slots__ = ("k", "kin", "bind", "t_first", "t_last", "t_prev", "eqv", "chain")
 
     def __init__(
-        self, k: int, kin: bool, bind: list[Any], t_first: float, t_last: float, t_prev: float, eqv: tuple[Any, ...]
+        self,
+        k: int,
+        kin: bool,
+        bind: list[Any],
+        t_first: float,
+        t_last: float,
+        t_prev: float,
+        eqv: tuple[Any, ...],
+        chain: tuple[Any, str] | None = None,
     ) -> None:
         self.k = k
         self.kin = kin
@@ -21,8 +30,10 @@ class Run:
         self.t_last = t_last
         self.t_prev = t_prev
         self.eqv = eqv
+        self.chain = chain
 
     def clone(self) -> Run:
+        """A copy that shares the bindings; it starts no chain of its own records (its next record is whole)."""
         return Run(self.k, self.kin, self.bind.copy(), self.t_first, self.t_last, self.t_prev, self.eqv)
 
 

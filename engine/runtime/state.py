@@ -3,8 +3,10 @@
 What a snapshot holds (besides the header of :mod:`engine.snapshot`):
 
 - ``pools``: the runs, pool by pool in the pools' order (the order events lacking the partition attribute visit
-  them), each run ``[k, kin, bind, t_first, t_last, t_prev, eqv]``; a ``bind`` entry is ``None``, an event (its
-  row, an int >= 0) or a Kleene binding (``-1 - cell``);
+  them), each run ``[k, kin, bind, t_first, t_last, t_prev, eqv, chain]``; a ``bind`` entry is ``None``, an event
+  (its row, an int >= 0) or a Kleene binding (``-1 - cell``); ``chain`` is ``None`` or, for a run written as
+  increments, ``[-1 - cell, record id]`` of its last record (a snapshot without it restores runs whose next record
+  is whole);
 - ``cells``: the Kleene bindings the runs share, ``[event row, previous cell or -1, component]``, each after its
   previous cell.  Running aggregates are recomputed on restore (they are a fold over the chain), and shared cells
   come back shared: distinct output merges runs by the identity of their bindings;
@@ -70,6 +72,7 @@ def snapshot(m: Matcher, codec: EventCodec | None = None) -> dict[str, Any]:
                     enc_float(r.t_last),
                     enc_float(r.t_prev),
                     list(r.eqv),
+                    None if r.chain is None else [bound(r.chain[0], r.k), r.chain[1]],
                 ]
                 for r in runs
             ]
@@ -111,12 +114,21 @@ def restore(m: Matcher, state: Mapping[str, Any], codec: EventCodec | None = Non
     m.pools = {}
     alive = 0
     for pool in state["pools"]:
-        runs: list[Run] = [
-            Run(
-                k, kin, [unbound(b) for b in bind], dec_float(t_first), dec_float(t_last), dec_float(t_prev), tuple(eqv)
+        runs: list[Run] = []
+        for k, kin, bind, t_first, t_last, t_prev, eqv, *rest in pool:
+            chain = rest[0] if rest else None
+            runs.append(
+                Run(
+                    k,
+                    kin,
+                    [unbound(b) for b in bind],
+                    dec_float(t_first),
+                    dec_float(t_last),
+                    dec_float(t_prev),
+                    tuple(eqv),
+                    None if chain is None else (unbound(chain[0]), str(chain[1])),
+                )
             )
-            for k, kin, bind, t_first, t_last, t_prev, eqv in pool
-        ]
         key = key_of(runs[0].eqv[0]) if m.partitioned else None
         m.pools[key] = runs
         alive += len(runs)
