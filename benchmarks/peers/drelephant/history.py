@@ -51,7 +51,7 @@ def _task_exec_time(att: AttemptInfo, is_map: bool) -> list[int]:
     return [finish - start, shuffle - start, sort - shuffle, start, finish]
 
 
-def _task_data(info: TaskInfo) -> TaskData:
+def task_data(info: TaskInfo) -> TaskData:
     """``getTaskData`` for one task: the successful attempt of a succeeded task, else the one it failed by."""
     if info.status is None:
         raise JavaError(f"NullPointerException: task {info.task_id} has no status")
@@ -93,7 +93,7 @@ def application_data(job: JobInfo, conf: dict[str, str]) -> ApplicationData:
         raise JavaError(f"RuntimeException: job neither succeeded or failed ({job.job_status})")
     data.counters = job.total_counters if job.total_counters is not None else CounterData()
     for info in job.tasks.values():
-        (data.mappers if info.task_type == "MAP" else data.reducers).append(_task_data(info))
+        (data.mappers if info.task_type == "MAP" else data.reducers).append(task_data(info))
     return data
 
 
