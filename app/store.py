@@ -185,7 +185,7 @@ class Store:
             if batch.matches:
                 db.executemany(
                     'INSERT OR IGNORE INTO matches (id, query, pack, confidence, start, "end", record, emitted_at,'
-                    " instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " instance, extends) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     batch.matches,
                 )
                 crash_point("checkpoint", "after matches")

@@ -7,7 +7,7 @@ binding (columns in the order of the ``INSERT`` statements of ``app.store``).
 
 Tables (the dashboard may read all of them):
 
-- ``matches``: one row per match record (SPEC section 5), ``id`` = :func:`contracts.records.record_id`;
+- ``matches``: one row per match record (docs/semantics.md section 5), ``id`` = :func:`contracts.records.record_id`;
 - ``alerts``: the durable webhook outbox, one row per alert *transition* (fired, severity changed, resolved; see
   ``app.alerts.rules``), ``id`` = the transition's idempotency key, ``fingerprint`` = the alert's identity (its
   labels), ``state`` firing or resolved, ``starts_at``/``ends_at`` in event time;
@@ -59,8 +59,9 @@ CREATE TABLE IF NOT EXISTS alert_state (scope TEXT PRIMARY KEY, state TEXT NOT N
 """
 
 #: The schema's version (``PRAGMA user_version``).  1: the tables above without the alert-transition columns;
-#: 2: ``alerts.fingerprint``, ``state``, ``starts_at``, ``ends_at`` and the ``alert_state`` table.
-SCHEMA_VERSION = 2
+#: 2: ``alerts.fingerprint``, ``state``, ``starts_at``, ``ends_at`` and the ``alert_state`` table; 3:
+#: ``matches.extends`` (growing runs written as increments, SPEC section 5).
+SCHEMA_VERSION = 3
 #: Each step takes the store from version ``n`` to ``n + 1``: ``(table, column, type)`` added where missing.
 MIGRATIONS: dict[int, list[tuple[str, str, str]]] = {
     1: [
@@ -69,6 +70,7 @@ MIGRATIONS: dict[int, list[tuple[str, str, str]]] = {
         ("alerts", "starts_at", "REAL"),
         ("alerts", "ends_at", "REAL"),
     ],
+    2: [("matches", "extends", "TEXT")],
 }
 
 #: The store's file name inside a data dir.
@@ -84,14 +86,26 @@ class MatchRow(NamedTuple):
     confidence: float | None
     start: float | None
     end: float | None
-    record: str  #: the record's JSON (SPEC section 5)
+    record: str  #: the record's JSON (docs/semantics.md section 5)
     emitted_at: float
     instance: str
+    extends: str | None = None  #: the record this one extends (an increment of a growing run)
 
     @classmethod
     def of(cls, record: MatchRecord, rid: str, pack: str, emitted_at: float, instance: str) -> MatchRow:
         text = json.dumps(record.to_dict(), default=str)
-        return cls(rid, record.query, pack, record.confidence, record.start, record.end, text, emitted_at, instance)
+        return cls(
+            rid,
+            record.query,
+            pack,
+            record.confidence,
+            record.start,
+            record.end,
+            text,
+            emitted_at,
+            instance,
+            record.extends,
+        )
 
 
 class AlertRow(NamedTuple):

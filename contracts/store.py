@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts.alerts import Alert
+from contracts.records import follow_chain, merge_chain, whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +128,7 @@ class StoreReader:
 
     # ------------------------------------------------------------------------------------------------ records
     def matches(self) -> list[tuple[str, dict[str, Any], float | None]]:
-        """``(record id, match record, emitted_at)`` of every stored match record (SPEC section 5)."""
+        """``(record id, match record, emitted_at)`` of every stored match record (docs/semantics.md section 5)."""
         out = []
         for row in self.rows("matches", ("id", "record", "emitted_at")):
             try:
@@ -137,6 +138,36 @@ class StoreReader:
             if isinstance(record, dict):
                 out.append((str(row.get("id") or ""), record, row.get("emitted_at")))
         return out
+
+    def record(self, rid: str) -> dict[str, Any] | None:
+        """The stored match record of id ``rid`` (as written: an increment of a growing run lists only what it
+        adds, see :meth:`whole_record`), or None."""
+        with self._conn() as db:
+            return None if db is None else self._record(db, rid)
+
+    @staticmethod
+    def _record(db: sqlite3.Connection, rid: str) -> dict[str, Any] | None:
+        try:
+            row = db.execute('SELECT record FROM "matches" WHERE id = ?', (rid,)).fetchone()
+            record = json.loads(row[0]) if row is not None and row[0] else None
+        except (sqlite3.Error, ValueError):
+            return None
+        return record if isinstance(record, dict) else None
+
+    def whole_record(self, rid: str) -> tuple[dict[str, Any], bool] | None:
+        """The record of id ``rid`` with its whole signature, the chain of a growing run's increments followed
+        (SPEC section 5; a store older than increments holds whole records), and whether the chain was complete
+        (False: a record it extends is not in the store); None without the record."""
+        with self._conn() as db:
+            if db is None:
+                return None
+            record = self._record(db, rid)
+            if record is None:
+                return None
+            if record.get("extends") is None:
+                return record, True
+            chain, complete = follow_chain(record, lambda parent: self._record(db, parent))
+        return whole(record, merge_chain(chain)), complete
 
     def events(self, limit: int) -> list[dict[str, Any]]:
         """The newest ``limit`` stored events (their JSON, ``id`` filled in from the row), newest first."""
