@@ -1,4 +1,4 @@
-"""The alert object: what ``hcep run`` sends and ``hcep match --alerts`` prints (SPEC section 8).
+"""The alert object: what ``hcep run`` sends and ``hcep match --alerts`` prints (docs/semantics.md section 8).
 
 An alert is a judgement over match records, made by a pack's alert rule (``app.alerts.rules``): one alert per rule
 and group (a job, a reducer), identified by its labels as Alertmanager identifies alerts.  The rule engine emits an
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -130,5 +131,35 @@ class Alert:
 
 
 def transition_id(obj: dict[str, Any]) -> str:
-    """The transition id of an alert object as sent (``Alert.to_json`` or a webhook payload entry)."""
+    """The transition id of an alert object as sent (``Alert.to_json`` or a webhook payload entry), computed from its
+    labels, status and times (what :data:`TRANSITION_ANNOTATION` carries, for receivers that would rather read it)."""
     return Alert.from_json(obj).transition_id
+
+
+#: The annotation in which every delivered entry carries its transition id (webhook payload entries and Alertmanager
+#: PostableAlerts alike): a receiver drops a transition it has seen by reading this, whatever POST brought it.
+TRANSITION_ANNOTATION = "transition_id"
+
+
+def with_transition_id(obj: dict[str, Any], tid: str | None = None) -> dict[str, Any]:
+    """A copy of an alert object whose ``annotations`` carry its transition id (``tid``, the outbox's id of it, or
+    :func:`transition_id` of the object).  The annotation leaves the id unchanged: ids come from labels and times."""
+    annotations = dict(obj.get("annotations") or {})
+    annotations[TRANSITION_ANNOTATION] = tid if tid is not None else transition_id(obj)
+    return {**obj, "annotations": annotations}
+
+
+def carried_transition_id(obj: dict[str, Any]) -> str | None:
+    """The transition id an entry carries in its annotations, None when it carries none."""
+    value = (obj.get("annotations") or {}).get(TRANSITION_ANNOTATION)
+    return value if isinstance(value, str) and value else None
+
+
+def post_key(ids: Iterable[str]) -> str:
+    """The ``Idempotency-Key`` of a POST carrying these transitions (and the outbox's id of that POST): the
+    transition id itself for one, else the SHA-256 of the sorted ids joined by commas.  The outbox fixes a POST's
+    transitions before sending it, so every re-send of it carries the same entries under the same key."""
+    ordered = sorted(ids)
+    if not ordered:
+        raise ValueError("a POST carries at least one transition")
+    return ordered[0] if len(ordered) == 1 else hashlib.sha256(",".join(ordered).encode()).hexdigest()

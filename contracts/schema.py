@@ -10,7 +10,8 @@ Tables (the dashboard may read all of them):
 - ``matches``: one row per match record (docs/semantics.md section 5), ``id`` = :func:`contracts.records.record_id`;
 - ``alerts``: the durable webhook outbox, one row per alert *transition* (fired, severity changed, resolved; see
   ``app.alerts.rules``), ``id`` = the transition's idempotency key, ``fingerprint`` = the alert's identity (its
-  labels), ``state`` firing or resolved, ``starts_at``/``ends_at`` in event time;
+  labels), ``state`` firing or resolved, ``starts_at``/``ends_at`` in event time, ``post`` the POST that carries it
+  (its ``Idempotency-Key``, :func:`contracts.alerts.post_key`; fixed before its first try, NULL until then);
 - ``alert_state``: per process, the alert rules' state (open groups, pending holds) at the last checkpoint;
 - ``deadletter``: late and invalid events with the reason;
 - ``offsets`` / ``checkpoints``: per partition and per process, what a restart resumes from;
@@ -60,8 +61,9 @@ CREATE TABLE IF NOT EXISTS alert_state (scope TEXT PRIMARY KEY, state TEXT NOT N
 
 #: The schema's version (``PRAGMA user_version``).  1: the tables above without the alert-transition columns;
 #: 2: ``alerts.fingerprint``, ``state``, ``starts_at``, ``ends_at`` and the ``alert_state`` table; 3:
-#: ``matches.extends`` (growing runs written as increments, SPEC section 5).
-SCHEMA_VERSION = 3
+#: ``matches.extends`` (growing runs written as increments, SPEC section 5); 4: ``alerts.post`` (a re-sent POST
+#: carries the same transitions under the same key).
+SCHEMA_VERSION = 4
 #: Each step takes the store from version ``n`` to ``n + 1``: ``(table, column, type)`` added where missing.
 MIGRATIONS: dict[int, list[tuple[str, str, str]]] = {
     1: [
@@ -71,6 +73,7 @@ MIGRATIONS: dict[int, list[tuple[str, str, str]]] = {
         ("alerts", "ends_at", "REAL"),
     ],
     2: [("matches", "extends", "TEXT")],
+    3: [("alerts", "post", "TEXT")],
 }
 
 #: The store's file name inside a data dir.
