@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.peers.drelephant.analysis import analyze, build_heuristics
+from benchmarks.peers.drelephant.analysis import SPEC9_HEURISTICS, analyze, build_heuristics
 from benchmarks.peers.drelephant.config import HDFS_BLOCK_SIZE_DEFAULT
 from benchmarks.peers.drelephant.data import ApplicationData, CounterData, TaskData
 from benchmarks.peers.drelephant.jhist import AttemptInfo, JhistError, JobInfo, TaskInfo, parse_jhist_text
@@ -164,8 +164,15 @@ def scan_history(
     return scan
 
 
-def analyze_history(hadoop_dir: str) -> list[dict[str, Any]]:
+def analyze_history(
+    hadoop_dir: str,
+    heuristics: Iterable[str] | None = SPEC9_HEURISTICS,
+    *,
+    hdfs_block_size: int = HDFS_BLOCK_SIZE_DEFAULT,
+) -> list[dict[str, Any]]:
     """One dict per (job, heuristic) for every job history file below ``hadoop_dir``:
     ``{"job_id", "heuristic", "severity", "score", "finished", "submitted", "details"}``, times in epoch seconds.
-    All ported heuristics run; keep those of ``SPEC9_HEURISTICS`` for SPEC 9's score."""
-    return scan_history(hadoop_dir).results
+
+    By default the heuristics SPEC 9 scores (``SPEC9_HEURISTICS``); ``heuristics=None`` runs every ported one (adds
+    Mapper/Reducer Memory and Exception, which flags every FAILED job MODERATE)."""
+    return scan_history(hadoop_dir, heuristics=heuristics, hdfs_block_size=hdfs_block_size).results
