@@ -1,4 +1,4 @@
-"""The ``hcep`` command line (SPEC section 8).
+"""The ``hcep`` command line (docs/semantics.md section 8).
 
 Start-up must stay cheap (``hcep --help`` well under a second): this module imports only the standard library's
 ``argparse`` and ``sys``; the engine (and lark, yaml) are imported inside the command functions.
@@ -23,7 +23,7 @@ EXIT_BAD_INPUT = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr (exit 2), as SPEC section 8 asks."""
+    """An ArgumentParser whose errors are one line on stderr (exit 2), as docs/semantics.md section 8 asks."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
@@ -108,7 +108,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         "--full-matches",
         action="store_true",
         help="write whole signatures: a growing run (Q4) lists its whole prefix in every record instead of the "
-        "events since its previous record (SPEC section 5; quadratic, for tests and small inputs)",
+        "events since its previous record (docs/semantics.md section 5; quadratic, for tests and small inputs)",
     )
     match.set_defaults(func=_run_match)
 

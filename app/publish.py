@@ -4,7 +4,7 @@ The key is the event's ``job_id`` (Hadoop: every event of a job, hence of its ta
 ``hcep run`` process sees whole jobs) or else its ``host`` (Ganglia, whose topic every process reads in full anyway).
 Within a partition events keep the collector's order, which the service's per-partition watermark relies on.
 
-A message holds one event (SPEC section 1).  ``pack > 1`` puts up to that many events of one partition into one
+A message holds one event (semantics section 1).  ``pack > 1`` puts up to that many events of one partition into one
 message as JSON lines, for sources whose rate the Python Kafka client cannot carry one message at a time; the service
 reads both.
 

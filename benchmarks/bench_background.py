@@ -1,4 +1,4 @@
-"""The fault-free background against SPEC section 9's bands, measured from the logs as an operator reads them.
+"""The fault-free background against semantics section 9's bands, measured from the logs as an operator reads them.
 
 ``hcep simulate`` with an empty fault list, then ``hcep collect hadoop`` over its job history files, then these
 statistics of the collected ``Mapper`` / ``Reducer`` events (one per finished task attempt; ``period`` = finish -

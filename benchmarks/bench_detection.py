@@ -1,4 +1,4 @@
-"""Detection judged against causes (SPEC section 9): the Hadoop pack's alerts and Dr. Elephant's, side by side.
+"""Detection judged against causes (semantics section 9): the Hadoop pack's alerts and Dr. Elephant's, side by side.
 
 For every seed x SWIM mix x cluster size: ``hcep simulate`` with its default fault mix (or ``--faults FILE``), whose
 ``ground_truth.json`` lists only what it injected (and the few ``natural`` entries SPEC 9 allows); the real collectors

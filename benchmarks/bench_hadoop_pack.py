@@ -1,5 +1,5 @@
-"""The whole Hadoop pack (queries/hadoop.yaml, SPEC section 7) over a simulated cluster trace: events/s per query and
-for the pack.
+"""The whole Hadoop pack (queries/hadoop.yaml, docs/semantics.md section 7) over a simulated cluster trace: events/s
+per query and for the pack.
 
 Run from the repository root::
 
@@ -14,9 +14,10 @@ Sources of the trace (``--source``):
   to turn them into events, and the Ganglia ``load_one`` samples (``DIR/ganglia/samples.jsonl``) turned into
   ``Metric``, ``LoadStd`` and ``Balance``/``Imbalance`` events by the Ganglia collector's own derivation
   (``collectors.ganglia.derive``) with the pack's ``imbalance_threshold``.
-- ``synthetic``: a generator written here with the SPEC section 7 vocabulary at about 13.6 events/s/node (the SASE++
-  case study's rate): jobs of 50-400 maps and 16-48 reducers, every reducer pulling every map output (``DataPull`` +
-  ``DataIO`` -size), ``delta`` 0.5 s; ``LoadStd`` and ``Balance``/``Imbalance`` every 15 s with ``delta`` 7.5 s.
+- ``synthetic``: a generator written here with the event vocabulary of docs/semantics.md section 7 at about 13.6
+  events/s/node (the SASE++ case study's rate): jobs of 50-400 maps and 16-48 reducers, every reducer pulling every map
+  output (``DataPull`` + ``DataIO`` -size), ``delta`` 0.5 s; ``LoadStd`` and ``Balance``/``Imbalance`` every 15 s with
+  ``delta`` 7.5 s.
 
 Every query is compiled as the pack says and run by the evaluator the engine picks for it
 (:func:`engine.runtime.matcher.make_matcher`: the exact imprecise evaluator for skip_till_any_match, the NFA^b runtime
@@ -108,7 +109,8 @@ def simulated_events(
 
 
 def synthetic_events(nodes: int, hours: float, seed: int, threshold: float) -> Iterator[dict]:
-    """SPEC section 7 events for ``nodes`` nodes over ``hours`` of job arrivals, about 13.6 events/s/node (unsorted).
+    """Events of docs/semantics.md section 7 for ``nodes`` nodes over ``hours`` of job arrivals, about 13.6
+    events/s/node (unsorted).
 
     A job (arrival rate ``nodes / 1000`` per second) has M ~ U(50, 400) maps finishing uniformly over its map phase
     (60-300 s) and R ~ U(16, 48) reducers, each starting during the map phase and pulling every map output once it
@@ -274,7 +276,7 @@ def synthetic_events(nodes: int, hours: float, seed: int, threshold: float) -> I
 
 
 def to_events(objs: Sequence[dict], tick: float) -> list[Event]:
-    """JSON dicts -> events (SPEC section 1), in the time order the evaluators need."""
+    """JSON dicts -> events (docs/semantics.md section 1), in the time order the evaluators need."""
     return sort_events(event_from_json(obj, i, tick=tick) for i, obj in enumerate(objs))
 
 

@@ -22,9 +22,9 @@ Alerts go to a webhook receiver in another process; ``latency`` is its receive t
 the match, i.e. after the watermark released the match's last event (checkpoint commit + outbox + HTTP), p50/p99.
 
 ``--pack-size N`` puts N events into one Kafka message (JSON lines, :func:`app.publish.publish`), the rows compare 1
-(one event per message, SPEC section 1) with larger packs.  ``--queries`` picks the pack: ``hadoop`` (the six queries
-of queries/hadoop.yaml, exact imprecise confidence for Q5/Q6) or ``light`` (Q3 only: the pipeline's own ceiling).
-Wall-clock figures: the machine's other load shows in them.
+(one event per message, semantics section 1) with larger packs.  ``--queries`` picks the pack: ``hadoop`` (the six
+queries of queries/hadoop.yaml, exact imprecise confidence for Q5/Q6) or ``light`` (Q3 only: the pipeline's own
+ceiling).  Wall-clock figures: the machine's other load shows in them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SPEC section 9's score: alerts judged against the faults the simulator injected (``ground_truth.json``).
+"""docs/semantics.md section 9's score: alerts judged against the faults the simulator injected (``ground_truth.json``).
 
 Pure functions over plain data, so that any independent check can run the same arithmetic:
 

@@ -1,1 +1,1 @@
-"""Collectors: raw Hadoop logs and Ganglia metrics -> hcep events (SPEC sections 1 and 7).  Not implemented yet."""
+"""Collectors: raw Hadoop logs and Ganglia metrics -> hcep events (semantics sections 1 and 7).  Not implemented yet."""

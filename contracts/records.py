@@ -1,7 +1,7 @@
-"""The match record (SPEC section 5), its identity, and the chains of increments of growing runs.
+"""The match record (docs/semantics.md section 5), its identity, and the chains of increments of growing runs.
 
 A run that completes a match at every event it takes (a trailing Kleene component under skip_till_next_match,
-partition or strict contiguity: Q4) is written as a chain (SPEC section 5): every record carries ``"id"`` (its
+partition or strict contiguity: Q4) is written as a chain (semantics section 5): every record carries ``"id"`` (its
 :func:`record_id`, over the *whole* signature) and lists, for the growing variable, only the events taken since the
 run's previous record, which it names in ``"extends"``.  The growing variable is the last one of the record's
 ``match`` (a trailing component is the pattern's last; records keep the pattern's order).  :class:`ChainRebuilder`
@@ -34,12 +34,12 @@ class MatchRecord:
     start: float
     end: float
     returns: dict[str, Any] = field(default_factory=dict)
-    id: str | None = None  #: the record id, carried by the records of a growing run (SPEC section 5)
+    id: str | None = None  #: the record id, carried by the records of a growing run (docs/semantics.md section 5)
     extends: str | None = None  #: the id of the run's previous record, which this one extends
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> MatchRecord:
-        """From the JSON object of SPEC section 5 (``return`` is a Python keyword, hence ``returns``)."""
+        """From the JSON object of docs/semantics.md section 5 (``return`` is a Python keyword, hence ``returns``)."""
         return cls(
             str(obj["query"]),
             dict(obj.get("match") or {}),
@@ -116,7 +116,7 @@ def extend_match(base: Mapping[str, list[str]], increment: Mapping[str, Any]) ->
 
 
 def whole(record: Mapping[str, Any], match: dict[str, list[str]]) -> dict[str, Any]:
-    """``record`` as a self-contained record (SPEC section 5) with the whole signature ``match``: no ``id`` and no
+    """``record`` as a self-contained record (semantics section 5) with the whole signature ``match``: no ``id`` and no
     ``extends``, as ``hcep match --full-matches`` writes it."""
     out = {k: v for k, v in record.items() if k not in ("id", "extends")}
     out["match"] = match

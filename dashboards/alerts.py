@@ -2,7 +2,7 @@
 (a job, a reducer) with its current state, Alertmanager's view of them, and who acknowledged what.
 
 Why transitions: ``hcep run`` writes each alert *transition* (fired, severity changed, resolved) to its store's
-``alerts`` table and ``hcep match --alerts`` prints the same transitions (SPEC section 8), so the store of the live
+``alerts`` table and ``hcep match --alerts`` prints the same transitions (semantics section 8), so the store of the live
 service and a data dir of files read the same way.  An alert is open when the latest transition of its fingerprint
 (its label set, as Alertmanager identifies alerts) is a firing one.  A severity change resolves the old severity's
 alert and fires the new one at the same moment (severity is a label); the view shows a *group* (rule + group labels,

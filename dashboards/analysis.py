@@ -1,6 +1,6 @@
 """What each view shows, computed from match rows and events (no Streamlit here, so it is tested on its own).
 
-The Hadoop pack's RETURN names (SPEC section 7) are the contract: Q1/Q2 ``job_id, avg_period, max_period``; Q3
+The Hadoop pack's RETURN names (semantics section 7) are the contract: Q1/Q2 ``job_id, avg_period, max_period``; Q3
 ``task_id, period``; Q4 ``job_id, start, last, queued``; Q5/Q6 ``task_id``.
 """
 
@@ -141,10 +141,10 @@ def stragglers(q3: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
 def queue_curves(q4: pd.DataFrame) -> pd.DataFrame:
     """Per job, (time, queued bytes) points: 0 at job start, then each Q4 prefix's running sum at its last DataIO.
 
-    A reducer cannot fetch what was not written, so Q4's ``queued`` is never negative on complete data (SPEC sections
-    3-4: same-tick DataIO events are all summed).  A negative sum means the job's data is incomplete (its JobStart
-    or some of its writes were missed, e.g. the collector started late): the point is clamped at 0 -- never plotted
-    below nothing -- and ``incomplete`` marks it, with the raw sum kept in ``raw``."""
+    A reducer cannot fetch what was not written, so Q4's ``queued`` is never negative on complete data
+    (docs/semantics.md sections 3-4: same-tick DataIO events are all summed).  A negative sum means the job's data is
+    incomplete (its JobStart or some of its writes were missed, e.g. the collector started late): the point is clamped
+    at 0 -- never plotted below nothing -- and ``incomplete`` marks it, with the raw sum kept in ``raw``."""
     cols = ["job_id", "ts", "queued", "raw", "incomplete"]
     if q4.empty:
         return pd.DataFrame(columns=cols)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-#: Used when a pack gives a query no output mode (SPEC section 6 default).
+#: Used when a pack gives a query no output mode (docs/semantics.md section 6 default).
 DEFAULT_OUTPUT = "all"
 
 

@@ -1,4 +1,5 @@
-"""Match records (SPEC section 5) and events (SPEC section 1) as pandas rows, the same whatever backend they came from.
+"""Match records and events (docs/semantics.md sections 5 and 1) as pandas rows, the same whatever backend they
+came from.
 
 Why one normal form: the pages filter by time, job and host and join matches to their events; doing that once here
 means a new backend only has to hand over plain records.

@@ -5,7 +5,7 @@ The public surface:
 - :func:`engine.language.parser.parse_query` -- query text -> checked :class:`engine.language.ast.Query`
 - :func:`engine.language.packs.load_pack` / ``parse_pack`` -- YAML query pack -> :class:`engine.language.packs.Pack`
 - :func:`compile_query` -- parsed query + options -> :class:`CompiledQuery` (the NFA^b plan)
-- :class:`Matcher` -- the NFA^b runtime: feed events in time order, get match records (SPEC section 5)
+- :class:`Matcher` -- the NFA^b runtime: feed events in time order, get match records (docs/semantics.md section 5)
 - :func:`make_matcher` -- the evaluator a compiled query gets (:mod:`engine.evaluate`; the contract every evaluator
   implements: :mod:`engine.evaluator`)
 - :func:`match_events` -- sort a finite list of events and match them all

@@ -50,8 +50,8 @@ JOB_KEYS = frozenset({"job_id", "task_id", "attempt_id"})
 
 
 def write_increments(matchers: Iterable[Any], on: bool = True) -> None:
-    """Have the evaluators that write growing runs (the NFA^b runtime) write them as increments (SPEC section 5), or
-    (``on=False``) as whole signatures, as ``--full-matches`` asks."""
+    """Have the evaluators that write growing runs (the NFA^b runtime) write them as increments (docs/semantics.md
+    section 5), or (``on=False``) as whole signatures, as ``--full-matches`` asks."""
     for m in matchers:
         if hasattr(m, "increments"):
             m.increments = on
@@ -347,7 +347,7 @@ class PackRunner:
             for m in self.matchers:
                 if hasattr(m, "lazy_ids"):
                     m.lazy_ids = True
-        # Growing runs as increments (SPEC section 5): what hcep run stores and publishes.
+        # Growing runs as increments (docs/semantics.md section 5): what hcep run stores and publishes.
         write_increments(self.matchers, increments)
         self.pairs = list(zip(self.specs, self.matchers, strict=True))
         self.windows = [cq.window for cq in self.cqs]

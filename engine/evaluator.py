@@ -25,7 +25,7 @@ from engine.snapshot import EventCodec
 
 __all__ = ["Clock", "Evaluator", "EvaluatorKind", "Record", "Sheddable", "Stats", "register", "registered"]
 
-#: A match record (SPEC section 5), or a trend-aggregate record (one per group and window).
+#: A match record (docs/semantics.md section 5), or a trend-aggregate record (one per group and window).
 Record = dict[str, Any]
 
 

@@ -1,4 +1,4 @@
-"""Events and the integer time domain (SPEC section 1).
+"""Events and the integer time domain (docs/semantics.md section 1).
 
 An event is a typed record with a reported time ``ts`` and an uncertainty interval ``[lo, hi]`` in seconds.  The engine
 never compares seconds: it works on integer ticks, ``[round(lo/tick), round(hi/tick)]`` inclusive, so that the
@@ -130,7 +130,7 @@ def _number(obj: Mapping[str, Any], key: str, limit: float) -> float:
 
 
 def event_from_json(obj: Any, seq: int, tick: float = DEFAULT_TICK, default_delta: float = 0.0) -> Event:
-    """Build an :class:`Event` from one decoded JSON object (SPEC section 1).
+    """Build an :class:`Event` from one decoded JSON object (docs/semantics.md section 1).
 
     ``seq`` is the 0-based input position (the id when ``id`` is absent).  Raises :class:`EventError` naming the key,
     and only that: NaN, infinities, huge numbers, ``lo > hi`` and negative or absurd ``delta`` are all reported.

@@ -1,4 +1,4 @@
-"""Helpers shared by the evaluators for output records (SPEC section 5)."""
+"""Helpers shared by the evaluators for output records (docs/semantics.md section 5)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The imprecise-timestamp paper's point-based evaluation framework (digest-imprecise section 4), skip_till_any_match.
 
-A slow, independent reference for the engine's event-based evaluator, written from SPEC sections 1-3 and the digest:
+A slow, independent reference for the engine's event-based evaluator, written from docs/semantics.md sections 1-3
+and the digest:
 
 1. **Stream expansion.**  Every event becomes one *point event* per tick of its interval, with probability
    ``1 / size``.  Points are buffered and emitted in time order once no unseen event can precede them: with ``now``
@@ -16,7 +17,7 @@ A slow, independent reference for the engine's event-based evaluator, written fr
    is the earliest first point and latest last point over those point matches.  A signature is final once every point
    of its events has been processed.
 
-Negation (SPEC section 3, item 5) is supported the way the possible-worlds semantics prescribes: a point match is
+Negation (semantics section 3, item 5) is supported the way the possible-worlds semantics prescribes: a point match is
 weighted by the probability that no candidate event (the negated type, not in the match, consistent with the
 equivalence test, satisfying the negation's predicates with the match's binding) falls strictly between the last point
 of the component before the gap and the first point of the one after it.  Events outside a match are independent of
@@ -111,7 +112,7 @@ def _canon(e: Event) -> tuple:
 
 class PointBasedMatcher:
     """Streaming point-based evaluation of one skip_till_any_match query: :meth:`feed` events in arrival order
-    (the arrival assumption of the paper), :meth:`flush` at the end; both return SPEC section 5 records."""
+    (the arrival assumption of the paper), :meth:`flush` at the end; both return docs/semantics.md section 5 records."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""Possible-worlds oracle for imprecise timestamps (SPEC section 3), by brute force.
+"""Possible-worlds oracle for imprecise timestamps (docs/semantics.md section 3), by brute force.
 
 Every world fixes one integer point per event (uniformly over its interval); the precise reference matcher runs in
 each world; a signature's confidence is the total probability of the worlds where it matches, and its time range the

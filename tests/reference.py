@@ -1,10 +1,10 @@
-"""Brute-force reference matcher, written from SPEC sections 2-4 only (no engine internals).
+"""Brute-force reference matcher, written from docs/semantics.md sections 2-4 only (no engine internals).
 
 It is slow on purpose and meant for tiny inputs (a handful of precise events).  Two entry points:
 
-- :func:`reference_any` -- skip_till_any_match: every assignment of SPEC section 3, enumerated directly.
+- :func:`reference_any` -- skip_till_any_match: every assignment of docs/semantics.md section 3, enumerated directly.
 - :func:`reference_nfa` -- skip_till_next_match / partition_contiguity / strict_contiguity: a naive simulation of the
-  NFA^b runs of SPEC section 4, one Python object per run, no sharing.
+  NFA^b runs of docs/semantics.md section 4, one Python object per run, no sharing.
 
 Both work in the single world of precise events: an event's point is ``event.t``.
 
@@ -46,7 +46,7 @@ NFA strategies
 
 - Events are processed in ``(t, seq)`` order.  For each event, the existing runs move first; then a new run starts if
   the event satisfies the first component's begin formula (the new run does not see its own event again).
-- The stream is read in ``(t, seq)`` order, ``seq`` being the arrival order (SPEC section 4): an event of the same
+- The stream is read in ``(t, seq)`` order, ``seq`` being the arrival order (semantics section 4): an event of the same
   tick as the run's last selected one, read after it, follows it.
 - A formula (begin, take, or proceed = begin of the next component) holds for event ``e`` when: ``e`` has the
   component's type; the window holds (``e.t - t_first < W``); the equivalence test holds over the run's events plus
@@ -240,7 +240,7 @@ def closing_vars(expr: ast.Expr) -> set[str]:
 
 
 def holds(pred: ast.Expr, binding: Mapping[str, Bound]) -> bool:
-    """True iff ``pred`` is True under ``binding``, for every iterator index (SPEC section 2)."""
+    """True iff ``pred`` is True under ``binding``, for every iterator index (docs/semantics.md section 2)."""
     iters = iterator_vars(pred)
     ranges = []
     for var, start in iters.items():
@@ -308,10 +308,11 @@ def _order_key(bound: Bound, last: bool, stream_order: bool) -> tuple[float, int
 def negation_holds(
     query: ast.Query, binding: Mapping[str, Bound], events: Sequence[Event], *, stream_order: bool = False
 ) -> bool:
-    """SPEC section 3 item 5 (with the equivalence rule of section 2) for a complete positive binding.
+    """docs/semantics.md section 3 item 5 (with the equivalence rule of section 2) for a complete positive binding.
 
-    ``stream_order``: "strictly between" in the (tick, arrival) order the NFA strategies read (SPEC section 4), where
-    an event of P's last tick that arrived after it lies after it; otherwise strictly between the points."""
+    ``stream_order``: "strictly between" in the (tick, arrival) order the NFA strategies read (docs/semantics.md
+    section 4), where an event of P's last tick that arrived after it lies after it; otherwise strictly between the
+    points."""
     comps = query.components
     match_events = events_of(binding)
     for idx, comp in enumerate(comps):
@@ -344,7 +345,7 @@ def _sorted(events: Iterable[Event]) -> list[Event]:
 def reference_any(
     query: ast.Query, events: Sequence[Event], *, window_ticks: int | None = None, tick: float = 1.0
 ) -> dict[Signature, Returns]:
-    """Every match of SPEC section 3 (one world: point = ``event.t``) -> its RETURN values."""
+    """Every match of docs/semantics.md section 3 (one world: point = ``event.t``) -> its RETURN values."""
     evs = _sorted(events)
     positives = [c for c in query.components if not c.negated]
     preds = positive_predicates(query)
@@ -410,7 +411,7 @@ def reference_nfa(
     window_ticks: int | None = None,
     tick: float = 1.0,
 ) -> list[tuple[Signature, Returns]]:
-    """Matches of the NFA^b strategies of SPEC section 4, one entry per completed run (with multiplicity)."""
+    """Matches of the NFA^b strategies of semantics section 4, one entry per completed run (with multiplicity)."""
     if strategy not in NFA_STRATEGIES:
         raise ValueError(f"not an NFA strategy: {strategy}")
     evs = _sorted(events)

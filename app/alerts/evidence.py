@@ -1,4 +1,4 @@
-"""The whole evidence of a growing run's records: alert annotations follow the chain (SPEC section 5).
+"""The whole evidence of a growing run's records: alert annotations follow the chain (docs/semantics.md section 5).
 
 A record of a growing run (Q4) lists, for its growing variable, only the events taken since the run's previous
 record and names that record in ``extends``.  An alert's evidence shows the first few event ids of each variable and

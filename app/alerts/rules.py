@@ -5,7 +5,7 @@ a gate (``when``), a graded ``value`` with severity ``tiers`` in the style of Dr
 key (one alert per job or reducer, updated as records arrive, never one per record), a ``for`` hold and a resolved
 state.  :class:`AlertEngine` applies them to the records of a stream in **stream time**: the largest event time fed
 so far, given by the caller with every record and every event.  Nothing here reads a clock, so the same events give
-the same alerts whether ``hcep match --alerts`` replays a file or ``hcep run`` consumes Kafka (SPEC section 8).
+the same alerts whether ``hcep match --alerts`` replays a file or ``hcep run`` consumes Kafka (semantics section 8).
 
 Per rule and group the engine keeps a small state machine (``startsAt`` is the stream time at which the alert was
 decided: when the record that made it came out of the engine, or when its ``for`` hold ended -- what the
@@ -45,7 +45,7 @@ __all__ = ["AlertEngine", "compile_condition", "format_summary"]
 
 Env = dict[str, Any]
 GroupKey = tuple[Any, ...]  # a group's label values, in the rule's group_by order
-Record = dict[str, Any]  # a match record (SPEC section 5)
+Record = dict[str, Any]  # a match record (docs/semantics.md section 5)
 Fn = Callable[[Env], Any]
 
 #: Event ids shown per pattern variable in an alert's evidence (the full record is in the store, by its id).
@@ -247,7 +247,7 @@ class AlertEngine:
         self.deadlines: list[tuple[float, int, str, GroupKey, str, float]] = []  # (time, seq, rule, key, kind, token)
         self._seq = 0
         self.now = NEG_INF
-        self.chains = EvidenceChains(EVIDENCE_IDS)  # growing runs' increments -> whole evidence (SPEC section 5)
+        self.chains = EvidenceChains(EVIDENCE_IDS)  # growing runs' increments -> whole evidence (semantics section 5)
 
     # ------------------------------------------------------------------ feeding
     def observe(self, record: dict[str, Any] | MatchRecord, now: float) -> list[Alert]:

@@ -1,4 +1,4 @@
-"""``hcep collect ganglia``: Ganglia metrics -> hcep events as JSON lines (SPEC sections 1 and 7).
+"""``hcep collect ganglia``: Ganglia metrics -> hcep events as JSON lines (docs/semantics.md sections 1 and 7).
 
 Two sources:
   hcep collect ganglia --gmond HOST:PORT [--interval S] [--once] [--out FILE|-] [--threshold X] [--cluster NAME]

@@ -1,4 +1,4 @@
-"""``hcep match``: queries over a file of events -> match records as JSON lines (SPEC sections 5 and 8)."""
+"""``hcep match``: queries over a file of events -> match records as JSON lines (docs/semantics.md sections 5 and 8)."""
 
 from __future__ import annotations
 
@@ -316,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
     # Only the types the queries read become events; the others are checked and kept as their clocks.
     events = read_events(args.events, tick, max_delta_of(args, pack), built_types(compiled))
     limits = limits_of(args, pack)
-    # Growing runs as increments (SPEC section 5) unless --full-matches asks for whole signatures.
+    # Growing runs as increments (docs/semantics.md section 5) unless --full-matches asks for whole signatures.
     matched = StreamedMatch(compiled, events, limits, increments=not getattr(args, "full_matches", False))
     write = sys.stdout.write
     with frozen():

@@ -31,7 +31,7 @@ import pyarrow.dataset as ds
 
 EVENTS_DIR = "events"
 MATCHES_DIR = "matches"
-#: Typed copies of common attributes (SPEC section 7); the ``attrs`` JSON column holds every attribute.
+#: Typed copies of common attributes (docs/semantics.md section 7); the ``attrs`` JSON column holds every attribute.
 STRING_ATTRS = ("job_id", "task_id", "attempt_id", "map_task", "host", "user", "queue", "status", "cluster", "metric")
 NUMBER_ATTRS = ("period", "val", "size", "bytes", "mean", "threshold", "maps", "reduces", "hosts")
 #: Typed copies of common RETURN names of the Hadoop pack.
@@ -124,7 +124,7 @@ def event_row(obj: Mapping[str, Any], seq: int, tick: float = 0.1) -> dict[str, 
 
 
 def match_row(record: Mapping[str, Any], seq: int) -> dict[str, Any]:
-    """One archive row of a match record (SPEC section 5)."""
+    """One archive row of a match record (docs/semantics.md section 5)."""
     returned = record.get("return") or {}
     row: dict[str, Any] = {
         "seq": seq,

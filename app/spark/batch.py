@@ -9,7 +9,7 @@ How the stream is cut, and why it stays exact:
   through the family's matchers by ``mapInPandas``, one group at a time (:mod:`app.spark.batch_run`): an executor
   holds one key's events at a time, and the unpartitioned group is streamed, never held.
 - Events carrying the key go to their key's group.  Events lacking it (cluster-wide Ganglia events such as
-  ``LoadStd``) are shared by every partition (SPEC section 2): they are broadcast to the executors, parsed once
+  ``LoadStd``) are shared by every partition (semantics section 2): they are broadcast to the executors, parsed once
   per executor, and merged into each group's stream where they can meet the group's own events (a keyless
   component between two keyed ones lies between two of the group's events; one before or after them at most
   WITHIN away: :func:`app.spark.batch_plan.query_margins`).  When there are too many of them to broadcast they
@@ -203,7 +203,7 @@ class BatchResult:
         self.parsed.unpersist()
 
     def collect(self) -> list[dict[str, Any]]:
-        """The records as SPEC section 5 dicts in completion order, merged on the driver (no more Spark stages)."""
+        """The records as semantics section 5 dicts in completion order, merged on the driver (no more Spark stages)."""
         rows = [r.asDict() for r in self.matched.collect()]
         return [to_record(r) for r in merge_rows(rows, self.distinct_queries())]
 

@@ -1,4 +1,4 @@
-"""Synthetic Hadoop + Ganglia traces in the event vocabulary of SPEC section 7, for tests and the Spark benchmark.
+"""Synthetic Hadoop + Ganglia traces in the event vocabulary of semantics section 7, for tests and the Spark benchmark.
 
 Why not the cluster simulator (``simulator``): it writes genuine log files, which is what the collectors'
 tests need but far too slow for ten million events.  This generator makes the events directly, job by job from

@@ -151,7 +151,7 @@ class Service:
         old = getattr(self, "epoch", None)
         if old is not None:  # keep the shed counters cumulative over the process's epochs
             self.gauges.retire(old.runner)
-        # Growing runs (Q4) as increments (SPEC section 5): the store and the matches topic hold chains.
+        # Growing runs (Q4) as increments (docs/semantics.md section 5): the store and the matches topic hold chains.
         runner = PackRunner(self.pack, self.umax, shedding=self.cfg.shedding, limits=self.cfg.limits, increments=True)
         self.outputs.clear()
         self.stream_now = NEG_INF

@@ -1,4 +1,4 @@
-"""Ganglia sample rounds -> hcep events (SPEC sections 1 and 7): ``Metric``, ``LoadStd``, ``Balance``/``Imbalance``.
+"""Ganglia sample rounds -> hcep events (semantics sections 1, 7): ``Metric``, ``LoadStd``, ``Balance``/``Imbalance``.
 
 A *round* is one cluster's state at one sample time: what one poll of gmond returns, or one row time across a
 cluster's RRD files.  Both sources are turned into :class:`Round` objects, so the derivation is the same for live

@@ -60,7 +60,7 @@ class JsonlBackend:
     def _read(self) -> dict[str, list[dict[str, Any]]]:
         found: dict[str, list[dict[str, Any]]] = {"match": [], "alert": [], "event": [], "stats": []}
         for path in self.files():
-            position = 0  # an event's default id is its 0-based position in its file (SPEC section 1)
+            position = 0  # an event's default id is its 0-based position in its file (docs/semantics.md section 1)
             try:
                 with path.open("r", encoding="utf-8-sig", errors="replace") as stream:
                     for line in stream:

@@ -12,7 +12,7 @@ How predecessors are found, per transition ``src -> dst`` (its *mode*):
 - ``scan``    -- anything else: every ``src`` vertex of the event's windows and compatible groups is tested, O(n).
 
 Groups.  The equivalence attributes ``[a, ...]`` partition the stream, but an event lacking an attribute belongs to
-every partition (SPEC section 2).  So a trend's group is the merge of its events' keys (None = not bound yet): each
+every partition (semantics section 2).  So a trend's group is the merge of its events' keys (None = not bound yet): each
 vertex keeps its aggregates per *bound key*, and extending a sub-trend merges keys or drops it on a conflict.
 
 Negation.  A finished trend of a negative sub-pattern (a nested :class:`Graph` whose aggregate is the latest first

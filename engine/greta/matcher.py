@@ -13,11 +13,11 @@ Output (one record per group and window, emitted when the window closes)::
 - a (group, window) without any trend produces no record; ``confidence`` is 1.0 (precise points).
 
 Windows: ``WITHIN d SLIDE s`` makes windows ``[k*s, k*s + d)`` for every integer k (in ticks, aligned on time 0);
-without SLIDE they are tumbling (``s = d``); a window closes (and is emitted) when an event at or after its end is
-fed, or at :meth:`flush`.  A trend counts in a window iff all its events lie in it -- so it satisfies the per-match
-``t_last - t_first < d`` of SPEC section 2, but a trend that satisfies it and straddles a window boundary counts only
-in the windows that hold it whole (with tumbling windows, possibly none): GRETA aggregates per window, the per-match
-evaluators bound each match.  Without WITHIN there is one window, the whole input, emitted at :meth:`flush`.
+without SLIDE they are tumbling (``s = d``); a window closes (and is emitted) when an event at or after its end is fed,
+or at :meth:`flush`.  A trend counts in a window iff all its events lie in it -- so it satisfies the per-match
+``t_last - t_first < d`` (docs/semantics.md section 2), but a trend that satisfies it and straddles a window boundary
+counts only in the windows that hold it whole (with tumbling windows, possibly none): GRETA aggregates per window, the
+per-match evaluators bound each match.  Without WITHIN there is one window, the whole input, emitted at :meth:`flush`.
 
 Events must come in time order (``Event.t``); events sharing a tick are concurrent and never adjacent in a trend.
 Events with an uncertainty interval are placed at its midpoint: GRETA over imprecise timestamps is out of scope.

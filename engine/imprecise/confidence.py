@@ -1,4 +1,4 @@
-"""Exact confidence of one signature by dynamic programming over ticks (SPEC section 3).
+"""Exact confidence of one signature by dynamic programming over ticks (docs/semantics.md section 3).
 
 A world gives every event one integer point, uniformly over its interval.  A signature is a match in a world when all
 its events have distinct points, components follow each other strictly, each Kleene set's elements -- in the time order
@@ -465,9 +465,9 @@ def signature_confidence(
     track_first = window is not None and hi - lo >= window
     neg_after = {neg.after: i for i, neg in enumerate(cq.negations)}
     negs = cq.negations
-    # ``v.ts`` is the reported timestamp (SPEC section 2), so with one event per component every predicate and every
-    # negation check reads the same values in every world: they are decided here once, not per DP state and tick
-    # (Q7's signatures spent 60 % of their DP in predicates).  With a Kleene component the order of its elements
+    # ``v.ts`` is the reported timestamp (docs/semantics.md section 2), so with one event per component every predicate
+    # and every negation check reads the same values in every world: they are decided here once, not per DP state and
+    # tick (Q7's signatures spent 60 % of their DP in predicates).  With a Kleene component the order of its elements
     # differs between worlds (``b[i-1]``, running aggregates), so the DP evaluates them as it places events.
     begins: list[Any] = [c.begin for c in comps]
     takes: list[Any] = [c.take for c in comps]

@@ -68,7 +68,7 @@ def _canon(e: Event) -> tuple[Any, ...]:
 
 @register("imprecise", strategies=("skip_till_any_match",), imprecise=True, ordered=False)
 class ImpreciseMatcher:
-    """Exact possible-worlds evaluation of one skip_till_any_match query (SPEC sections 3 and 5); an
+    """Exact possible-worlds evaluation of one skip_till_any_match query (docs/semantics.md sections 3 and 5); an
     :class:`engine.evaluator.Evaluator` (snapshots: :mod:`engine.imprecise.state`)."""
 
     def __init__(self, cq: CompiledQuery, max_uncertainty: int = 0, *, early_filters: bool = True) -> None:

@@ -1,4 +1,4 @@
-"""The parsed form of a SASE+ query (SPEC section 2).
+"""The parsed form of a SASE+ query (docs/semantics.md section 2).
 
 The parser (``engine.language.parser``) builds these nodes from the query text; semantic checks run over them; the
 planner compiles predicates to closures from them and the test suite's reference matcher interprets them directly.

@@ -1,4 +1,4 @@
-"""Semantic checks of a parsed query (SPEC section 2).
+"""Semantic checks of a parsed query (docs/semantics.md section 2).
 
 The grammar accepts more than the engine can evaluate; these checks reject, at compile time and with a position, what
 would otherwise fail (or silently mean something else) at run time: unknown or misused variables, negations that

@@ -1,4 +1,4 @@
-"""YAML query packs (SPEC section 6): a named set of queries with their per-query options, and alert rules.
+"""YAML query packs (docs/semantics.md section 6): a named set of queries with their per-query options, and alert rules.
 
 Queries produce records (facts); a pack's ``alerts:`` rules judge them (:class:`AlertRuleSpec`): a condition and a
 graded value over one query's RETURN names, parsed with the query language's own expression grammar

@@ -1,4 +1,4 @@
-"""SASE+ query text -> checked :class:`engine.language.ast.Query` (SPEC section 2).
+"""SASE+ query text -> checked :class:`engine.language.ast.Query` (docs/semantics.md section 2).
 
 The grammar (``grammar.lark``) only fixes the shape of the text; this module turns lark's parse tree into AST nodes,
 validates the small sub-languages lark leaves open (``b[...]`` indexes, aggregate names, WITHIN units), and runs the
@@ -115,7 +115,7 @@ def parse_query(text: str, name: str = "") -> ast.Query:
 
 
 def parse_condition(text: str, name: str = "") -> ast.Expr:
-    """Parse one expression over bare names (an alert rule's condition or graded value, SPEC section 6): the query
+    """Parse one expression over bare names (an alert rule's condition or graded value, semantics section 6): the query
     language's arithmetic, comparisons, ``AND``/``OR``/``NOT``, numbers, strings and booleans, where a bare ``name``
     is a RETURN value of the rule's query (:class:`ast.Name`).  Pattern references (``a.x``, ``b[i].x``, aggregates)
     are errors here.  Raises :class:`ast.QueryError` naming ``name``, the line and the column."""

@@ -1,4 +1,4 @@
-"""Query -> NFA^b plan (SASE+ paper section 4, SPEC sections 2-5).
+"""Query -> NFA^b plan (SASE+ paper section 4, docs/semantics.md sections 2-5).
 
 The automaton has one state per positive component (a Kleene component is the paper's pair ``p[1]``/``p[i]``: a run
 sits at it with or without elements).  Each WHERE conjunct is placed by its *last identifier*:
@@ -8,7 +8,7 @@ sits at it with or without elements).  Each WHERE conjunct is placed by its *las
   ``b[i-1]``/``b[..i-1]``, SPEC: those hold for i >= 2 only); predicates naming only ``b[1]`` go on ``begin``;
   predicates over the finished set (``b[b.len]``, ``b[]``, ``b.len``) go on the next component's ``begin`` -- the
   paper's proceed edge -- or, for a trailing Kleene component, on every completion;
-- predicates naming a negated variable form that negation's nested check (SPEC section 3, item 5).
+- predicates naming a negated variable form that negation's nested check (docs/semantics.md section 3, item 5).
 
 The window is pushed onto every edge by the runtime (a run dies once ``t - t_first >= W``).  Ignore edges come from the
 strategy.  Equivalence tests become partitioning by the first attribute plus per-run checks of the others.
@@ -70,7 +70,7 @@ class PlanNegation:
 
 @dataclass
 class CompiledQuery:
-    """A query ready to run: the NFA^b plan plus the options of SPEC sections 4-6."""
+    """A query ready to run: the NFA^b plan plus the options of docs/semantics.md sections 4-6."""
 
     name: str
     ast: ast.Query
@@ -321,7 +321,7 @@ def _for_every_element(
 
 
 def _check_collapsible(cq: CompiledQuery) -> None:
-    """Collapsed output needs true-false consistent Kleene predicates (SASE++ section 5.2; SPEC section 5)."""
+    """Collapsed output needs true-false consistent Kleene predicates (SASE++ section 5.2; semantics section 5)."""
     q = cq.ast
     if cq.strategy != "skip_till_any_match":
         raise _error(q, None, "output 'collapsed' applies to skip_till_any_match only")

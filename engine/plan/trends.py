@@ -1,4 +1,4 @@
-"""A trend-aggregate query (SPEC sections 2-3 plus ``RETURN COUNT(*)``, ``SLIDE``) -> a GRETA template.
+"""A trend-aggregate query (docs/semantics.md sections 2-3 plus ``RETURN COUNT(*)``, ``SLIDE``) -> a GRETA template.
 
 Our patterns are flat: ``SEQ(c1, ..., cm)`` of singleton and Kleene components with negations between positive ones.
 The template has one state per positive component, a ``"seq"`` transition ``c(j-1) -> cj`` and, for a Kleene ``cj``,

@@ -1,4 +1,4 @@
-"""The NFA^b runtime for precise time (SPEC sections 3-5): runs, partitions, windows, the four strategies.
+"""The NFA^b runtime for precise time (docs/semantics.md sections 3-5): runs, partitions, windows, the four strategies.
 
 Runs share their bindings: a Kleene binding is a persistent list of :class:`KleeneCell` nodes, so cloning a run copies
 one short list of references (the shared match buffer of the SASE+ paper, without Dewey versions: see
@@ -79,7 +79,7 @@ class Matcher:
         #: RETURN values and rarely the ids (alert rules), a trailing Kleene's growing prefixes then cost O(1) each
         #: instead of a copy of the whole prefix.  Such records are not JSON-serialisable as they are.
         self.lazy_ids = False
-        #: Records of growing runs as increments (SPEC section 5): a run that completes a match at every event it
+        #: Records of growing runs as increments (semantics section 5): a run that completes a match at every event it
         #: takes (a trailing Kleene component under the strategies other than skip_till_any_match, ``all`` output)
         #: writes, after its first record, only the events taken since its previous one, which it names in
         #: ``extends``.  Off: whole signatures (``--full-matches``), quadratic in a run's length.
@@ -414,7 +414,7 @@ class Matcher:
     def _step_next(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
         """skip_till_next_match, partition_contiguity, strict_contiguity: one deterministic move, or a split.
 
-        These strategies read the stream in its (tick, arrival) order (SPEC section 4): every event fed after the
+        These strategies read the stream in its (tick, arrival) order (semantics section 4): every event fed after the
         run's last selected one follows it, a same-tick event included, so no time comparison is made here."""
         w = self.window
         if w is not None and t - r.t_first >= w:
@@ -558,11 +558,12 @@ class Matcher:
     # ------------------------------------------------------------------ completion
 
     def _negated(self, r: Run) -> bool:
-        """Is there a negated event that cancels the finished match (SPEC section 3, item 5)?
+        """Is there a negated event that cancels the finished match (docs/semantics.md section 3, item 5)?
 
         "Between" is strict in the order the strategy reads the stream: by point under skip_till_any_match (events of
-        one tick are concurrent), by (tick, arrival) under the other strategies (SPEC section 4), where a negated event
-        of the same tick as P's last event but arriving after it, and before Q's first, lies between them."""
+        one tick are concurrent), by (tick, arrival) under the other strategies (docs/semantics.md section 4), where a
+        negated event of the same tick as P's last event but arriving after it, and before Q's first, lies between
+        them."""
         bind = r.bind
         comps = self.comps
         for neg in self.cq.negations:
@@ -646,7 +647,7 @@ class Matcher:
         }
 
     def _increment(self, r: Run, returned: dict[str, Any]) -> dict[Any, Any]:
-        """The record of a growing run as an increment of its previous record (SPEC section 5): the trailing Kleene
+        """The record of a growing run as an increment of its previous record (semantics section 5): the trailing Kleene
         variable lists the events taken since then (in SPEC order among themselves), ``extends`` names it, and
         ``id`` is the record id (:func:`contracts.records.record_id`: whole for a chain's first record, chained for
         the others).  ``start``, ``end`` and ``return`` are of the whole prefix; the cost is that of the increment."""

@@ -8,7 +8,7 @@ from typing import Any
 class Run:
     """One partial match: the component it waits at (``k``), whether that Kleene component has elements (``kin``),
     the binding, the first/last selected times and the equivalence values bound so far (``eqv``); ``chain``: for a
-    run written as increments (SPEC section 5), the Kleene cell and the id of its last record (None before it)."""
+    run written as increments (semantics section 5), the Kleene cell and the id of its last record (None before it)."""
 
     __slots__ = ("k", "kin", "bind", "t_first", "t_last", "t_prev", "eqv", "chain")
 

@@ -1,4 +1,4 @@
-"""The ``shedding:`` mapping of a pack's free-form ``settings:`` (SPEC section 6), parsed strictly.
+"""The ``shedding:`` mapping of a pack's free-form ``settings:`` (docs/semantics.md section 6), parsed strictly.
 
 Packs are written by operators, so every error names the offending key (``settings.shedding.<key>``) and, through
 :func:`from_pack`, the pack file.  Example::

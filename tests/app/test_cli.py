@@ -1,4 +1,4 @@
-"""The ``hcep`` command line, run for real in a subprocess (SPEC section 8).
+"""The ``hcep`` command line, run for real in a subprocess (docs/semantics.md section 8).
 
 Each test runs ``python -m app.cli``; the CLI-shape tests also run the installed ``hcep`` console script when it sits
 next to this interpreter (``.venv/bin/hcep`` after ``deploy/install.sh``).

@@ -153,7 +153,7 @@ def test_engine_matches_reference(strategy: str, feature: str) -> None:
 
 @pytest.mark.parametrize("strategy", STRATEGIES[1:])
 def test_nfa_strategies_use_midpoints_of_imprecise_events(strategy: str) -> None:
-    """SPEC section 4: on imprecise events the NFA strategies order and window by the interval midpoint."""
+    """docs/semantics.md section 4: on imprecise events the NFA strategies order and window by the interval midpoint."""
 
     @DIFF
     @given(cases(imprecise=True))

@@ -2,8 +2,8 @@
 negation, exactness, the Fenwick fast path, evaluator choice, the trends pack and the benchmark script.
 
 The property tests compare GRETA with an oracle built independently of the engine: every trend enumerated by the
-test suite's brute-force reference (:func:`tests.reference.reference_any`, SPEC section 3), assigned to the windows it
-fits in and the group its events bind, and aggregated directly with exact arithmetic.
+test suite's brute-force reference (:func:`tests.reference.reference_any`, docs/semantics.md section 3), assigned to
+the windows it fits in and the group its events bind, and aggregated directly with exact arithmetic.
 """
 
 from __future__ import annotations
@@ -368,7 +368,7 @@ def test_groups_with_shared_events() -> None:
 def test_negation_between_components() -> None:
     cq = compile_query("PATTERN SEQ(A a, ~C n, B+ b[]) WHERE n.v > 1 RETURN COUNT(*) AS n", name="N", tick=1.0)
     events = events_from("A1, B2, C3 v=1, B4, C5 v=2, B6, A7, B8")
-    # The negation sits between a and the *first* b (SPEC section 3): c3 does not qualify, c5 lies between a1 and
+    # The negation sits between a and the *first* b (semantics section 3): c3 does not qualify, c5 lies between a1 and
     # b6 / b8.  a1: b[1] = b2 then any subset of {b4, b6, b8} (8), b[1] = b4 then any subset of {b6, b8} (4); a7 b8.
     assert all_modes(cq, events) == {(1.0, 8.0, ()): {"n": 13}}
 

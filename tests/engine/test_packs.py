@@ -1,4 +1,4 @@
-"""YAML query packs (SPEC section 6): valid packs load with their defaults; invalid ones name file, query, line."""
+"""YAML query packs (semantics section 6): valid packs load with their defaults; invalid ones name file, query, line."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_hadoop_pack_round_trip(tmp_path: Path) -> None:
     text += "WITHIN 10 minutes\nRETURN a.task_id AS task_id\n"
     assert q6.query == parse_query(text, "Q6")
     assert q6.query.text == text and q6.query.name == "Q6"
-    # Folded and quoted scalars parse too; every RETURN name of SPEC section 7 is there.
+    # Folded and quoted scalars parse too; every RETURN name of docs/semantics.md section 7 is there.
     names = {q.name: [r.name for r in q.query.returns] for q in pack.queries}
     assert names == {
         "Q1": ["job_id", "avg_period", "max_period"],

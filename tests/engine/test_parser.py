@@ -1,4 +1,5 @@
-"""The SASE+ front end: text -> AST for every construct of SPEC section 2, and every compile error with its position."""
+"""The SASE+ front end: text -> AST for every construct of docs/semantics.md section 2, and every compile error with
+its position."""
 
 from __future__ import annotations
 

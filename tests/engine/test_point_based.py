@@ -1,6 +1,6 @@
 """The engine's event-based evaluator against the point-based framework (tests/point_based.py), skip_till_any_match.
 
-Two independent routes to SPEC section 3: the engine enumerates signatures over interval events and computes each
+Two independent routes to semantics section 3: the engine enumerates signatures over interval events and computes each
 confidence by a DP over ticks; the point-based framework expands every event into its points, runs an S3 NFA over the
 points and sums Eq. 1 per signature.  They must agree on the signatures, the confidences (to 1e-9) and the time ranges.
 """

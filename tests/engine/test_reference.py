@@ -372,8 +372,8 @@ def test_nfa_window() -> None:
 
 
 def test_nfa_ties_follow_in_arrival_order() -> None:
-    """SPEC section 4: the NFA strategies read the stream in (tick, arrival) order, so an event of the same tick that
-    arrived later follows (under skip_till_any_match the two are concurrent instead)."""
+    """docs/semantics.md section 4: the NFA strategies read the stream in (tick, arrival) order, so an event of the
+    same tick that arrived later follows (under skip_till_any_match the two are concurrent instead)."""
     query, events = q("A a, B b"), stream("A@0", "B@0", "B@1")
     assert nfa_sigs(query, events, STNM) == Counter([sig(a="0", b="1")])
     assert nfa_sigs(query, events, STRICT) == Counter([sig(a="0", b="1")])

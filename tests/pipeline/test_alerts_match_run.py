@@ -1,5 +1,6 @@
 """One trace both ways: a simulated cluster with planted anomalies through the real broker and ``hcep run`` with the
-product pack (queries/hadoop.yaml), and through ``hcep match --alerts``: the same alert transitions (SPEC section 8)."""
+product pack (queries/hadoop.yaml), and through ``hcep match --alerts``: the same alert transitions
+(docs/semantics.md section 8)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The Hadoop pack (queries/hadoop.yaml, SPEC sections 6 and 7) against hand-checked expectations.
+"""The Hadoop pack (queries/hadoop.yaml, docs/semantics.md sections 6 and 7) against hand-checked expectations.
 
 ``tests/data/hadoop_handcheck.jsonl`` is a small precise trace (no delta: one world, confidence 1).  The expected
-records below were worked out by hand from SPEC sections 3-5, not produced by the engine; the reasoning is written
+records below were worked out by hand from semantics sections 3-5, not produced by the engine; the reasoning is written
 next to each.  Ticks are 0.1 s (the pack's tick), so WITHIN 1 day = 864000 ticks and 10 minutes = 6000 ticks.
 """
 
@@ -30,7 +30,7 @@ def r1(n: int, r: int) -> str:
     return f"task_1700000000000_{n:04d}_r_{r:06d}"
 
 
-# The six query texts exactly as the SASE++ case study / SPEC section 7 give them (whitespace aside).
+# The six query texts exactly as the SASE++ case study / docs/semantics.md section 7 give them (whitespace aside).
 QUERY_TEXTS = {
     "Q1": "PATTERN SEQ(JobStart a, Mapper+ b[], JobEnd c) WHERE [job_id] WITHIN 1 day "
     "RETURN a.job_id AS job_id, avg(b[].period) AS avg_period, max(b[].period) AS max_period",
@@ -46,8 +46,9 @@ QUERY_TEXTS = {
     "WITHIN 10 minutes RETURN a.task_id AS task_id",
 }
 
-# name: (strategy, output, confidence, RETURN names) -- SPEC section 7's table.  The pack may add RETURN items after
-# these (issue #15: records are facts, and the alert rules read more of them) and queries after these six.
+# name: (strategy, output, confidence, RETURN names) -- the table of docs/semantics.md section 7.  The pack may add
+# RETURN items after these (issue #15: records are facts, and the alert rules read more of them) and queries after
+# these six.
 TABLE = {
     "Q1": ("skip_till_any_match", "collapsed", 0.0, ["job_id", "avg_period", "max_period"]),
     "Q2": ("skip_till_any_match", "collapsed", 0.0, ["job_id", "avg_period", "max_period"]),
@@ -71,7 +72,7 @@ def rec(query: str, match: dict, start: float, end: float, /, **returned) -> dic
 #   jC: sC@300 .. eC@86700: 86400 s = exactly the window; WITHIN needs t_last - t_first < W, so no match.
 # Q2: jA has Reducers rA1@52 (10), rA2@58 (15) between sA and eA: avg 12.5, max 15.  jB, jC have none (b non-empty).
 # Q3 (next, all): a run per ReducerStart.  Under skip_till_next_match events of one tick follow each other in
-#   arrival order (SPEC section 4).
+#   arrival order (docs/semantics.md section 4).
 #   rs1@100 (task t1): p0@100 (0.1) shares rs1's tick but arrived after it -> b = [p0].  p1@101 (1.0): 1 > 2*0.1 ->
 #   split: match {b: p0, c: p1}, the copy takes p1.  p2@102 (3.0): 3 > 2*0.55 -> match {b: p0 p1, c: p2}, taken.
 #   px@102.5 is task t2 -> ignored.  p3@103 (4.0): 4 > 2*avg(0.1, 1, 3) -> match, taken.  p4@104 (5.0): 5 > 4.05 ->
@@ -335,7 +336,7 @@ def test_pack_header(pack):
 
 
 def _spec_text(text: str) -> str:
-    """The query text without the RETURN items after SPEC section 7's (the pack may add some)."""
+    """The query text without the RETURN items after docs/semantics.md section 7's (the pack may add some)."""
     return " ".join(text.split())
 
 
@@ -405,7 +406,8 @@ def test_handcheck_input_order_decides_ties_only_under_next_match(pack, handchec
 
 
 def test_two_dataio_in_one_tick_are_both_summed(pack):
-    """SPEC section 4: Q4's Kleene run takes both DataIO written in the same 0.1 s tick, so the queue is the sum."""
+    """docs/semantics.md section 4: Q4's Kleene run takes both DataIO written in the same 0.1 s tick, so the queue is
+    the sum."""
     lines = [
         {"type": "JobStart", "ts": 0.0, "id": "s", "job_id": "j"},
         {"type": "DataIO", "ts": 5.0, "id": "w1", "job_id": "j", "size": 100},
@@ -497,8 +499,9 @@ def test_sample_smoke(pack, sample):
 
 @pytest.mark.parametrize("seed", [2, 4, 9])
 def test_q4_queue_is_never_negative_on_simulated_clusters(seed, tmp_path):
-    """SPEC section 4: same-tick DataIO follow each other in arrival order, so Q4 sums every write before the fetches
-    of it: a reducer cannot fetch what was not written.  The collectors' events of a simulated cluster, Q4 alone."""
+    """docs/semantics.md section 4: same-tick DataIO follow each other in arrival order, so Q4 sums every write before
+    the fetches of it: a reducer cannot fetch what was not written.  The collectors' events of a simulated cluster, Q4
+    alone."""
     from benchmarks.bench_detection import run_config
 
     run_config(seed, "fb2010", 20, 1.0, str(tmp_path))  # simulate + collect (and judge, unused here)

@@ -1,7 +1,7 @@
 """The streaming plan: the pack's queries, how their stream is cut (families, groups) and into how many buckets.
 
 Why buckets: a group (one value of a family's partition attribute) is the engine's unit, but a Spark state key per
-group would make every keyless event (LoadStd, Balance, Imbalance: cluster-wide, SPEC section 2) a copy per live
+group would make every keyless event (LoadStd, Balance, Imbalance: cluster-wide, semantics section 2) a copy per live
 group.  Groups are hashed into a fixed number of buckets instead (the state key); keyless events are copied once per
 bucket, and each bucket merges them into its own groups where the batch planner's margins say they can matter.
 

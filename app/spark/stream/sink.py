@@ -229,7 +229,7 @@ def _record(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_records(out: str) -> list[dict[str, Any]]:
-    """The records a stream wrote under ``out`` (SPEC section 5 dicts), in commit order."""
+    """The records a stream wrote under ``out`` (docs/semantics.md section 5 dicts), in commit order."""
     from app.spark.archive import read_table
 
     table = read_table(out, MATCHES_DIR)

@@ -1,4 +1,4 @@
-"""Comparing batch and streaming records (SPEC section 5)."""
+"""Comparing batch and streaming records (docs/semantics.md section 5)."""
 
 from __future__ import annotations
 

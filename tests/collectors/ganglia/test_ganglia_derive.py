@@ -56,7 +56,7 @@ def test_round_events_shape() -> None:
         "type": "Imbalance", "ts": 100.0, "id": "ganglia/c/Imbalance@100", "delta": 7.5,
         "val": 1.0, "threshold": 0.5, "cluster": "c",
     }  # fmt: skip
-    for i, e in enumerate(events):  # the engine reads them as they are (SPEC section 1)
+    for i, e in enumerate(events):  # the engine reads them as they are (docs/semantics.md section 1)
         ev = event_from_json(e, i)
         assert ev.lo == e["ts"] - 7.5 and ev.hi == e["ts"] + 7.5
 

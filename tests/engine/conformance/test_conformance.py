@@ -10,7 +10,7 @@ Per evaluator, against the brute-force references (records, order of a restored 
   event), the others as the events come, within their uncertainty bound; ``advance`` at each watermark;
 - snapshot/restore (through JSON text) after every prefix of a stream, then the rest: exactly the uninterrupted
   run's records, in order, and the same final state;
-- the same-tick rule of SPEC sections 3-4: the NFA strategies read (tick, arrival) order, skip_till_any_match (and
+- the same-tick rule of semantics sections 3-4: the NFA strategies read (tick, arrival) order, skip_till_any_match (and
   GRETA) take same-tick events as concurrent;
 - the contract itself: ``feed_many`` = ``feed``, ``advance`` = feeding events of types the query does not name,
   ``stats``, ``horizon``, ``set_limits``.
@@ -305,7 +305,7 @@ def ev(etype: str, point: float, seq: int, **attrs: Any) -> Event:
 
 @pytest.mark.parametrize("name", ALL)
 def test_the_same_tick_rule(name: str) -> None:
-    """SPEC sections 3-4: the NFA strategies read (tick, arrival) order; skip_till_any_match and GRETA take events
+    """semantics sections 3-4: the NFA strategies read (tick, arrival) order; skip_till_any_match and GRETA take events
     of one tick as concurrent."""
     kind = KINDS[name]
     if kind.trends:
