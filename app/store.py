@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.testhooks import crash_point
+from contracts.alerts import post_key
 from contracts.schema import (
     MIGRATIONS,
     SCHEMA,
@@ -49,6 +50,7 @@ __all__ = [
     "EventRow",
     "MatchRow",
     "OffsetRow",
+    "Post",
     "Store",
     "store_path",
     "unwritable",
@@ -70,6 +72,16 @@ class Batch:
     checkpoint: CheckpointRow | None
     events: Sequence[EventRow] = field(default_factory=list)
     alert_state: AlertStateRow | None = None
+
+
+@dataclass
+class Post:
+    """One POST of the webhook outbox: its ``Idempotency-Key`` (:func:`contracts.alerts.post_key` of its transition
+    ids), the webhook, and its ``(transition id, webhook entry JSON)`` rows, in the order they are sent."""
+
+    key: str
+    webhook: str
+    rows: list[tuple[str, str]]
 
 
 def unwritable(err: BaseException) -> str | None:
@@ -339,6 +351,45 @@ class Store:
             " ORDER BY next_at, created_at LIMIT ?",
             (owner, now, limit),
         ).fetchall()
+
+    def due_posts(self, owner: str, now: float, batch: int, limit: int = 200) -> list[Post]:
+        """The POSTs to try now, oldest first: first those composed before (a try failed, or a crash came between
+        the receiver's answer and :meth:`mark_delivered`), each with exactly the transitions it had, so that it goes
+        out again under the same ``Idempotency-Key``; then new ones, of up to ``batch`` due transitions of one
+        webhook, whose composition is committed (``alerts.post``) before this returns, hence before any is sent.
+        A transition is thus carried by one POST and one key only, however often that POST is sent."""
+        db = self.db
+        posts: dict[str, Post] = {}
+        rows = db.execute(
+            "SELECT id, webhook, alert, post FROM alerts WHERE owner = ? AND status = 'pending' AND post IN"
+            " (SELECT post FROM alerts WHERE owner = ? AND status = 'pending' AND post IS NOT NULL AND next_at <= ?)"
+            " ORDER BY rowid",
+            (owner, owner, now),
+        ).fetchall()
+        for tid, hook, alert, key in rows:
+            posts.setdefault(key, Post(key, hook, [])).rows.append((tid, alert))
+        fresh = "SELECT id, webhook, alert FROM alerts WHERE owner = ? AND status = 'pending' AND post IS NULL"
+        fresh += " AND next_at <= ? ORDER BY next_at, created_at LIMIT ?"
+        if db.execute(fresh, (owner, now, 1)).fetchone() is None:
+            return list(posts.values())
+        db.execute("BEGIN IMMEDIATE")  # read again under the write lock: an adoption may have moved rows meanwhile
+        try:
+            by_hook: dict[str, list[tuple[str, str]]] = {}
+            for tid, hook, alert in db.execute(fresh, (owner, now, limit)).fetchall():
+                by_hook.setdefault(hook, []).append((tid, alert))
+            for hook, hook_rows in by_hook.items():
+                for i in range(0, len(hook_rows), max(1, batch)):
+                    chunk = hook_rows[i : i + max(1, batch)]
+                    key = post_key(tid for tid, _ in chunk)
+                    db.executemany(
+                        "UPDATE alerts SET post = ? WHERE id = ? AND post IS NULL", [(key, tid) for tid, _ in chunk]
+                    )
+                    posts[key] = Post(key, hook, chunk)
+            db.execute("COMMIT")
+        except BaseException:
+            _rollback(db)
+            raise
+        return list(posts.values())
 
     def heartbeat(self, owner: str, now: float) -> None:
         self.db.execute("INSERT OR REPLACE INTO senders (owner, heartbeat_at) VALUES (?, ?)", (owner, now))

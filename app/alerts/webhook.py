@@ -4,8 +4,15 @@ Why this shape: receivers that already take Alertmanager's webhook (``version: "
 is the ``alerts`` table of :mod:`app.store`, written in the checkpoint transaction, so an alert transition exists for
 delivery exactly when the records that caused it are committed, and survives restarts and receivers being down.
 Each payload entry is one transition of one alert (:class:`contracts.alerts.Alert`: firing, or resolved with its
-``endsAt``); the ``Idempotency-Key`` header (the transition id, or a hash of the ids a POST carries) lets a receiver
-drop the rare second delivery (a crash after the POST, before the outbox row was marked).
+``endsAt``) and carries its transition id in ``annotations.transition_id``.
+
+Exactly once per transition, for a receiver that drops what it has seen: the outbox fixes which transitions a POST
+carries, durably, before its first try (:meth:`app.store.Store.due_posts`), and every later try of that POST -- after
+a failure, or after a kill -9 between the receiver's 2xx and the outbox mark -- carries the same entries under the
+same ``Idempotency-Key`` (:func:`contracts.alerts.post_key`: the transition id for one entry, else a hash of the
+ids).  So no transition ever travels under two keys: dropping repeated keys, or the same ``transition_id``, shows
+each transition once.  The kill points ``delivery`` (:mod:`app.testhooks`) lie before each POST and between its 2xx
+and the mark.
 
 The signature header ``X-Hcep-Signature: sha256=<hex>`` is the HMAC-SHA256 of the request body with the secret from
 the environment variable named by the webhook's ``secret_env`` (default ``HCEP_WEBHOOK_SECRET``); no secret, no header.
@@ -27,6 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+
+from app.testhooks import crash_point
+from contracts.alerts import carried_transition_id, post_key, transition_id, with_transition_id
 
 log = logging.getLogger(__name__)
 
@@ -100,14 +110,16 @@ def payload(alerts: list[dict[str, Any]], receiver: str) -> dict[str, Any]:
 
 
 def post(hook: Webhook, alerts: list[dict[str, Any]], timeout: float = 5.0, ids: list[str] | None = None) -> None:
-    """POST one payload; raise on anything but a 2xx answer.  ``ids``: the outbox ids of ``alerts`` (their
-    idempotency keys; default the alerts' ``labels.alert_id`` or ``fingerprint``)."""
-    body = json.dumps(payload(alerts, hook.name), separators=(",", ":")).encode()
+    """POST one payload; raise on anything but a 2xx answer.  ``ids``: the outbox ids of ``alerts`` (their transition
+    ids; by default the ids the entries carry, or compute); each entry goes out with ``annotations.transition_id``,
+    the POST with ``Idempotency-Key`` = :func:`contracts.alerts.post_key` of the ids."""
     if ids is None:
-        ids = [a["labels"].get("alert_id") or a.get("fingerprint", "") for a in alerts]
-    ids = sorted(ids)
-    key = ids[0] if len(ids) == 1 else hashlib.sha256(",".join(ids).encode()).hexdigest()
-    headers = {"Content-Type": "application/json", "User-Agent": "hcep", "Idempotency-Key": key}
+        ids = [carried_transition_id(a) or transition_id(a) for a in alerts]
+    if len(ids) != len(alerts):
+        raise ValueError(f"{len(alerts)} alert(s) but {len(ids)} id(s)")
+    entries = [with_transition_id(a, tid) for a, tid in zip(alerts, ids, strict=True)]
+    body = json.dumps(payload(entries, hook.name), separators=(",", ":")).encode()
+    headers = {"Content-Type": "application/json", "User-Agent": "hcep", "Idempotency-Key": post_key(ids)}
     secret = hook.secret()
     if secret:
         headers[SIGNATURE_HEADER] = sign(body, secret)
@@ -236,52 +248,42 @@ class AlertSender(threading.Thread):
                 log.warning(
                     "adopted %d undelivered alert(s) of a process silent for %.0f s", adopted, self.orphan_after
                 )
-        due = store.due_alerts(self.owner, time.time(), limit=self.batch * 4)
-        if not due:
-            return False
-        by_hook: dict[str, list[tuple[str, str]]] = {}
-        for alert_id, hook, alert in due:
-            by_hook.setdefault(hook, []).append((alert_id, alert))
+        posts = store.due_posts(self.owner, time.time(), self.batch, limit=self.batch * 4)
         progressed = False
-        now = time.time()
-        for name, rows in by_hook.items():
+        for post_ in posts:
+            name, ids = post_.webhook, [tid for tid, _ in post_.rows]
             failures, not_before = self.down.get(name, (0, 0.0))
-            if now < not_before:
-                continue  # this receiver failed recently: its alerts wait for its back-off
+            if time.time() < not_before:
+                continue  # this receiver failed recently: its POSTs wait for its back-off
             hook = self.webhooks.get(name)
             if hook is None:  # configured away since the alert was queued: keep it, try again later
-                ids = [r[0] for r in rows]
                 store.mark_failed(ids, f"no URL for webhook {name!r}", [time.time() + self.max_delay] * len(ids))
                 continue
-            for i in range(0, len(rows), self.batch):
-                chunk = rows[i : i + self.batch]
-                ids = [r[0] for r in chunk]
-                try:
-                    self.deliver(hook, [json.loads(r[1]) for r in chunk], timeout=self.timeout, ids=ids)
-                except (requests.RequestException, OSError, ValueError) as err:
-                    attempts = store.attempts(ids)
-                    now = time.time()
-                    store.mark_failed(
-                        ids,
-                        str(err),
-                        [now + backoff(attempts.get(i, 0) + 1, self.base_delay, self.max_delay) for i in ids],
+            entries = [with_transition_id(json.loads(alert), tid) for tid, alert in post_.rows]
+            crash_point("delivery", "before the POST")
+            try:
+                self.deliver(hook, entries, timeout=self.timeout, ids=ids)
+            except (requests.RequestException, OSError, ValueError) as err:
+                tries = max(store.attempts(ids).values(), default=0) + 1
+                now = time.time()
+                # One next try for the whole POST: its transitions stay together, under its key.
+                store.mark_failed(ids, str(err), [now + backoff(tries, self.base_delay, self.max_delay)] * len(ids))
+                self.down[name] = (failures + 1, now + backoff(failures + 1, self.base_delay, self.max_delay))
+                self.on_result("failed", len(ids))
+                if failures == 0:
+                    log.warning(
+                        "webhook %s: %d alert(s) not delivered (%s); retrying with back-off", name, len(ids), err
                     )
-                    self.down[name] = (failures + 1, now + backoff(failures + 1, self.base_delay, self.max_delay))
-                    self.on_result("failed", len(ids))
-                    if failures == 0:
-                        log.warning(
-                            "webhook %s: %d alert(s) not delivered (%s); retrying with back-off", name, len(ids), err
-                        )
-                    break  # this receiver is down: leave its other alerts for the next round
-                if failures:
-                    log.info("webhook %s: delivering again", name)
-                    failures = 0
-                    self.down.pop(name, None)
-                self.on_result("delivered", len(ids))
-                try:
-                    store.mark_delivered(ids, time.time())
-                except (sqlite3.Error, OSError):
-                    self._unmarked.extend(ids)  # marked by the next round that can write: never sent twice
-                    raise
-                progressed = True
+                continue  # this receiver is down: its other POSTs wait for the next round
+            crash_point("delivery", "after the receiver's 2xx, before the outbox mark")
+            if failures:
+                log.info("webhook %s: delivering again", name)
+            self.down.pop(name, None)
+            self.on_result("delivered", len(ids))
+            try:
+                store.mark_delivered(ids, time.time())
+            except (sqlite3.Error, OSError):
+                self._unmarked.extend(ids)  # marked by the next round that can write: never sent twice
+                raise
+            progressed = True
         return progressed

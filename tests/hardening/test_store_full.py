@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.store import Batch, CheckpointRow, MatchRow, OffsetRow, Store, unwritable
+from app.store import Batch, CheckpointRow, MatchRow, OffsetRow, Post, Store, unwritable
 
 
 def _batch(n: int, seq: int) -> Batch:
@@ -60,8 +60,8 @@ class _FullOnce:
     def adopt_orphans(self, owner: str, now: float, silent_for: float) -> int:
         return 0
 
-    def due_alerts(self, owner: str, now: float, limit: int = 100) -> list[tuple[str, str, str]]:
-        return [] if self.delivered else [("a1", "ops", '{"labels": {"alertname": "Q1"}}')]
+    def due_posts(self, owner: str, now: float, batch: int, limit: int = 200) -> list[Post]:
+        return [] if self.delivered else [Post("a1", "ops", [("a1", '{"labels": {"alertname": "Q1"}}')])]
 
     def mark_delivered(self, ids: list[str], now: float) -> None:
         if self.full:
