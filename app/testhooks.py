@@ -6,6 +6,8 @@ flush, no ``finally``) the ``N``-th time it passes a crash point called ``NAME``
 - ``checkpoint``: between the statements of the checkpoint transaction (:meth:`app.store.Store.commit`: after
   ``BEGIN``, after each table's rows, before ``COMMIT``) and just after it (the transaction committed; the dead-letter
   file, the Kafka offsets and the hand-over to the senders not yet done): about ten passes per checkpoint.
+- ``delivery``: in the webhook outbox sender (:class:`app.alerts.webhook.AlertSender`), before each POST and between
+  the receiver's 2xx and the outbox mark: two passes per POST (odd ``N``: before one, even: after one).
 
 Before it dies the process writes one line to stderr, ``HCEP_TEST_CRASH_AT: kill -9 at checkpoint:N (after
 matches)``, so that a test can tell where each kill landed.  The variable is read once, when this module is first
