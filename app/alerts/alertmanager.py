@@ -5,7 +5,8 @@ re-send every firing alert periodically, each with an ``endsAt`` a few intervals
 died resolves by itself; Prometheus does exactly that (``resend_delay`` 1 min, ``endsAt`` = now + 4 x interval).
 The sender keeps the latest state of each alert (by fingerprint) and re-posts it, which also restores Alertmanager's
 state after a restart.  ``starts_at``/``ends_at`` are event time (the rule engine's clock); only the keep-alive
-``endsAt`` of a firing alert is wall-clock time, since it is about this process being alive.
+``endsAt`` of a firing alert is wall-clock time, since it is about this process being alive.  Every alert posted
+carries the id of the transition it states in ``annotations.transition_id`` (as the webhook outbox's entries do).
 
 HTTP goes through ``requests`` (the design card's client) with (connect, read) timeouts; every failure surfaces as
 :class:`AlertmanagerError` with the method, the URL and the reason in one line.
@@ -23,7 +24,7 @@ from typing import Any, cast
 import requests
 
 from app.alerts.webhook import backoff
-from contracts.alerts import Alert, rfc3339
+from contracts.alerts import Alert, rfc3339, with_transition_id
 from contracts.http import failure_reason
 
 log = logging.getLogger(__name__)
@@ -396,7 +397,9 @@ class AlertmanagerSender(threading.Thread):
             self.client.close()
 
     def _postable(self, alert: Alert, now: float) -> dict[str, Any]:
-        body = alert.to_json()
+        # annotations.transition_id: the transition this state comes from, which Alertmanager passes on to its
+        # receivers (a re-send of the same state carries the same id; the keep-alive endsAt below does not change it).
+        body = with_transition_id(alert.to_json(), alert.transition_id)
         if alert.ends_at is None:
             # Keep-alive: wall clock, never before startsAt (an event clock ahead of this host's would make the
             # alert invalid: Alertmanager rejects endsAt < startsAt).
