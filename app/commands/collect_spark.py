@@ -75,6 +75,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--progress", dest="progress", action="store_true", default=None, help="always show a progress bar (batch)"
     )
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 2 when a file or directory in LOGDIR is not read (a format not read: each is named on stderr)",
+    )
     parser.add_argument("--max-polls", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop following
     kafka_out.configure(parser, SOURCE, flags=("--bootstrap", "--kafka"))
 
@@ -175,7 +180,32 @@ def _batch(args: argparse.Namespace, deadletter: Any, out: IO[str] | None, publi
     finally:
         if bar is not None:
             bar.close()
+    _print_report(args, summary)
+    return _strict(args, summary)
+
+
+#: How many unread files the report names one by one.
+NAMED_UNREAD = 20
+
+
+def _print_report(args: argparse.Namespace, summary: Any) -> None:
+    """The unread files, each with why (a format not read is never passed over in silence), then the summary."""
+    from collectors.spark.layout import unread_reason
+
+    paths = summary.skipped_paths
+    for path in paths[:NAMED_UNREAD]:
+        print(f"collect spark: not read: {path}: {unread_reason(path)}", file=sys.stderr)
+    if len(paths) > NAMED_UNREAD:
+        print(f"collect spark: not read: {len(paths) - NAMED_UNREAD} more", file=sys.stderr)
     print(summary.line(args.deadletter), file=sys.stderr)
+
+
+def _strict(args: argparse.Namespace, summary: Any) -> int:
+    """2 with ``--strict`` when something in LOGDIR was not read, else 0."""
+    paths = summary.skipped_paths
+    if paths and args.strict:
+        print(f"collect spark: --strict: {len(paths)} files or directories not read", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -191,9 +221,9 @@ def _follow(args: argparse.Namespace, follower: Any, out: IO[str] | None, publis
         follower.close()
         summary = follower.summary
         summary.unfinished = follower.unfinished()
-        print(summary.line(args.deadletter), file=sys.stderr)
+        _print_report(args, summary)
 
-    return follow(
+    code = follow(
         poll_seconds=args.poll,
         max_polls=args.max_polls,
         rescan_seconds=2.0,
@@ -205,3 +235,4 @@ def _follow(args: argparse.Namespace, follower: Any, out: IO[str] | None, publis
         publisher=publisher,
         deadletter=follower.deadletter,
     )
+    return _strict(args, follower.summary) if code == 0 else code

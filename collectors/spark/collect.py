@@ -25,6 +25,10 @@ from collectors.spark.reader import LogTail
 STATE_VERSION = 1
 
 
+#: How many unknown listener event kinds the summary names (the most frequent first).
+NAMED_KINDS = 10
+
+
 @dataclass
 class Summary:
     logs: int = 0
@@ -33,11 +37,16 @@ class Summary:
     skipped: int = 0
     written: int = 0
     stats: ParseStats = field(default_factory=ParseStats)
+    skipped_paths: list[str] = field(default_factory=list)
 
     def line(self, deadletter_path: str | None) -> str:
         s = self.stats
         tail = "" if deadletter_path or not s.dead else " (use --deadletter FILE to keep them)"
-        kinds = f" ({len(s.unknown_kinds)} kinds)" if s.unknown_kinds else ""
+        kinds = ""
+        if s.unknown_kinds:
+            named = ", ".join(f"{kind} {n}" for kind, n in s.unknown_kinds.most_common(NAMED_KINDS))
+            more = len(s.unknown_kinds) - NAMED_KINDS
+            kinds = f" ({len(s.unknown_kinds)} kinds: {named}{f', {more} more' if more > 0 else ''})"
         partial = f", {s.partial} unfinished last lines" if s.partial else ""
         return (
             f"collect spark: {self.logs} logs ({self.unfinished} unfinished), {self.files} files "
@@ -79,7 +88,7 @@ def collect(
     summary = summary if summary is not None else Summary()
     skipped: list[str] = []
     logs = layout.discover(root, skipped)
-    summary.logs, summary.skipped = len(logs), len(skipped)
+    summary.logs, summary.skipped, summary.skipped_paths = len(logs), len(skipped), skipped
     for log in logs:
         tail = open_tail(log, delta=delta, deadletter=deadletter, stats=summary.stats)
         for event in tail.events(batch=True, on_bytes=on_bytes):
@@ -131,7 +140,7 @@ class Follower:
                 committed=saved.get("lines"),
             )
             self.summary.logs += 1
-        self.summary.skipped = len(skipped)
+        self.summary.skipped, self.summary.skipped_paths = len(skipped), skipped
 
     def poll(self) -> Iterator[Event]:
         """The events written since the last poll, log by log."""

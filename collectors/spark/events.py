@@ -1,7 +1,8 @@
 """The Spark event vocabulary: type names, the default ``delta``, stable ids, and the stage partition key.
 
 Every event carries ``app_id``; stage-level events also carry ``stage_id``, ``stage_attempt`` and ``stage_key``
-(``"<app_id>/<stage_id>/<attempt>"``): the engine partitions runs by a query's first equivalence attribute, so one
+(``"<app_id>[_<app_attempt>]/<stage_id>/<attempt>"``; every event of an application attempt also carries
+``app_attempt``): the engine partitions runs by a query's first equivalence attribute, so one
 attribute that names a stage attempt is much cheaper than three.  Spark's job and task ids are ``spark_job_id`` and
 ``spark_task_id``, never ``job_id``/``task_id``, which the Hadoop pack's queries group by.
 """
@@ -41,6 +42,9 @@ TYPES = (
 #: precise.  Raise it (``--delta``) to model clock skew when joining Spark events with another source.
 DEFAULT_DELTA = 0.0
 
+#: The largest time in epoch milliseconds taken as a clock reading (``engine.events.MAX_SECONDS``, 1e11 s).
+MAX_MS = 1e14
+
 
 def event_id(source: str, lineno: int) -> str:
     """A stable id from the log's name (without ``.inprogress``) and the line: re-reading gives the same ids, and the
@@ -48,8 +52,11 @@ def event_id(source: str, lineno: int) -> str:
     return hashlib.blake2b(f"spark\x00{source}\x00{lineno}".encode(), digest_size=8).hexdigest()
 
 
-def stage_key(app_id: str, stage_id: int, attempt: int) -> str:
-    return f"{app_id}/{stage_id}/{attempt}"
+def stage_key(app_id: str, stage_id: int, attempt: int, app_attempt: str | None = None) -> str:
+    """``<app_id>[_<app_attempt>]/<stage_id>/<attempt>``: an application's attempts (YARN cluster mode re-runs the
+    driver) reuse its App ID and its stage ids, so the key names the application attempt as Spark's log names do."""
+    app = f"{app_id}_{app_attempt}" if app_attempt is not None else app_id
+    return f"{app}/{stage_id}/{attempt}"
 
 
 def base(etype: str, ms: float, eid: str, delta: float, app_id: str) -> Event:

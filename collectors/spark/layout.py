@@ -136,6 +136,48 @@ def rolling_log(path: str) -> EventLog | None:
     return log
 
 
+#: What a file or directory that is not an event log Spark 1.3+ writes looks like, for the message that names it.
+_LEGACY_FILES = ("EVENT_LOG_", "SPARK_VERSION_", "APPLICATION_COMPLETE", "COMPRESSION_CODEC_")
+
+
+def unread_reason(path: str) -> str:
+    """Why ``path`` (found in a log directory, or given) is not read, naming the format when it is a known one."""
+    name = os.path.basename(os.path.normpath(path))
+    if os.path.isdir(path):
+        try:
+            entries = os.listdir(path)
+        except OSError as err:
+            return f"unreadable directory ({err.strerror})"
+        if any(e.startswith(_LEGACY_FILES) for e in entries):
+            return (
+                "a Spark 1.0-1.2 log directory (EVENT_LOG_<n>, SPARK_VERSION_<v>): the legacy format, which Spark's "
+                "own History Server no longer reads either"
+            )
+        if name.startswith(ROLLING_DIR):
+            return "a rolling event-log directory without events_<N>_<app> files"
+        return "a directory (event logs sit flat in spark.eventLog.dir; only eventlog_v2_* directories are read)"
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256)
+    except OSError as err:
+        return f"unreadable ({err.strerror})"
+    if head[:2] == b"\x1f\x8b":
+        return "gzip-compressed (a Databricks rotated event-log part?): Spark itself never writes gzip event logs"
+    if name.endswith(".jhist") or head.startswith(b"Avro-Json"):
+        return "a Hadoop 2 MapReduce job history file (.jhist): read it with 'hcep collect hadoop'"
+    if head.startswith(b'Meta VERSION="1"') or head.startswith(b"Job JOBID="):
+        return "a Hadoop 1 (MRv1) JobTracker history file: not read by any hcep collector"
+    if head.lstrip()[:5] == b"<?xml":
+        return "an XML file (a Hadoop job configuration?)"
+    parsed = parse_single(name)
+    if parsed is None:
+        base, dot, ext = name.partition(".")
+        if dot and base and not name.startswith(("events_", "appstatus_")):
+            return f"unknown suffix '.{ext}' (Spark names event logs <app>[.{'|.'.join(CODECS)}][.inprogress])"
+        return "not named as a Spark event log"
+    return "does not start with a JSON object (not a plain event log)"
+
+
 def discover(root: str, skipped: list[str] | None = None) -> list[EventLog]:
     """The event logs in ``root``: a log directory (flat, as Spark writes it), one rolling log's directory, or one
     single-file log.  A log seen under both names (renamed between two looks) counts once, finished."""

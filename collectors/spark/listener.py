@@ -5,10 +5,16 @@ ignored (a listener event we know and do not need: task start, environment, bloc
 (an ``Event`` name we do not know: skipped and counted by name), or dead (not JSON, not an object, no ``Event``, a
 needed field missing or of the wrong type, a non-finite number: handed to the dead-letter sink with the file and line).
 
-The parser keeps what later events need: the App ID (events logged before ``SparkListenerApplicationStart``, such as
-the driver's ``ExecutorAdded``, are held until it names the application), each stage's job, start times for
-durations, executor hosts, and each running stage attempt's task figures, which :class:`StageStats` summarises on
-its ``StageCompleted``.
+The parser keeps what later events need: the App ID and attempt (events logged before
+``SparkListenerApplicationStart``, such as the driver's ``ExecutorAdded``, are held until it names the application),
+each stage's job, start times for durations, executor hosts, the latest time the log has shown (Spark 2.2 and older
+log ``StageSubmitted`` without its submission time, Spark 1.2 jobs without theirs: they take it, ``ts_estimated``),
+and each stage attempt's task figures, which :class:`StageStats` summarises on its ``StageCompleted``.
+
+As Spark's own status store does, a stage attempt's figures count every task end until its last running task has
+ended: a failed stage's ``StageCompleted`` comes while its other tasks still run (their ends follow), so it is held
+until they end (or the log ends), then emitted with the figures of all of them.  Stages that complete after
+``SparkListenerApplicationEnd`` (a SparkContext stopped with stages running) keep their figures too.
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ from collectors.spark.fields import BadField, get, reason_text, reject_constant
 #: Listener events that carry nothing the vocabulary needs (counted as ignored, not unknown).
 IGNORED = frozenset(
     {
-        "SparkListenerTaskStart",
         "SparkListenerTaskGettingResult",
         "SparkListenerEnvironmentUpdate",
         "SparkListenerBlockManagerAdded",
@@ -67,7 +72,9 @@ IGNORED = frozenset(
 #: Events held while the App ID is unknown are released anyway past this many lines (a log without its start).
 HOLD_LINES = 1000
 
-_STATUS = {"Success": "SUCCEEDED", "TaskKilled": "KILLED", "Resubmitted": "RESUBMITTED"}
+#: Task end reasons -> status (any other reason is FAILED).  A commit denied is a duplicate attempt (speculation) told
+#: not to commit: killed, as Spark's status store counts it.
+_STATUS = {"Success": "SUCCEEDED", "TaskKilled": "KILLED", "TaskCommitDenied": "KILLED", "Resubmitted": "RESUBMITTED"}
 
 
 @dataclass
@@ -176,6 +183,7 @@ class ListenerParser:
         self.deadletter = deadletter if deadletter is not None else DeadLetterSink()
         self.stats = stats if stats is not None else ParseStats()
         self.app_id: str | None = None
+        self.app_attempt: str | None = None
         self.app_name: str | None = None
         self.app_start: float | None = None
         self.spark_version: str | None = None
@@ -185,6 +193,10 @@ class ListenerParser:
         self._job_start: dict[int, float] = {}
         self._job_group: dict[int, str] = {}
         self._stages: dict[tuple[int, int], StageStats] = {}
+        self._running: Counter[tuple[int, int]] = Counter()  # task starts minus task ends, per stage attempt
+        self._completed: dict[tuple[int, int], ev.Event] = {}  # StageCompleted held while its tasks still run
+        self._clock: float | None = None  # the latest time (ms) the log has shown
+        self._line = 0
         self._hosts: dict[str, str] = {}
         self._quiet = False
 
@@ -195,6 +207,7 @@ class ListenerParser:
         self._quiet = replay
         stats = self.stats if not replay else ParseStats()
         stats.lines += 1
+        self._line = lineno
         try:
             obj = json.loads(text, parse_constant=reject_constant)
         except ValueError as err:
@@ -204,6 +217,7 @@ class ListenerParser:
         kind = obj.get("Event")
         if not isinstance(kind, str):
             return self._dead(stats, lineno, "no 'Event' name", text)
+        self._observe(obj)
         handler = _HANDLERS.get(kind)
         if handler is None:
             if kind in IGNORED:
@@ -224,8 +238,10 @@ class ListenerParser:
         return [] if replay else out
 
     def finish(self) -> list[ev.Event]:
-        """Events still held at the end of the log (it never named its App ID)."""
+        """Events still held at the end of the log: it never named its App ID, or stage attempts completed with
+        tasks that never ended (the application stopped first): their figures are those of the tasks that did."""
         out = self._flush_held(self.default_app_id)
+        out += [self._complete(key) for key in sorted(self._completed, key=lambda k: self._completed[k]["_line"])]
         self.stats.events += len(out)
         return out
 
@@ -260,12 +276,48 @@ class ListenerParser:
             self.app_id = app_id
         for event in held:
             event["app_id"] = app_id
+            if self.app_attempt is not None:
+                event["app_attempt"] = self.app_attempt
             if "stage_id" in event:
-                event["stage_key"] = ev.stage_key(app_id, event["stage_id"], event["stage_attempt"])
+                event["stage_key"] = ev.stage_key(app_id, event["stage_id"], event["stage_attempt"], self.app_attempt)
         return held
 
     def _app(self) -> str:
         return self.app_id if self.app_id is not None else self.default_app_id
+
+    def _event(self, etype: str, ms: float, eid: str) -> ev.Event:
+        event = ev.base(etype, ms, eid, self.delta, self._app())
+        if self.app_attempt is not None:
+            event["app_attempt"] = self.app_attempt
+        return event
+
+    def _stage_key(self, stage: int, attempt: int) -> str:
+        return ev.stage_key(self._app(), stage, attempt, self.app_attempt)
+
+    def _observe(self, obj: dict[str, Any]) -> None:
+        """Advance the log's clock from the times a line carries (any event kind: task starts, block managers...)."""
+        times = [obj.get("Timestamp"), obj.get("Submission Time"), obj.get("Completion Time")]
+        for key in ("Task Info", "Stage Info"):
+            inner = obj.get(key)
+            if isinstance(inner, dict):
+                times += [inner.get("Launch Time"), inner.get("Finish Time"), inner.get("Submission Time")]
+                times.append(inner.get("Completion Time"))
+        for value in times:
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < ev.MAX_MS:
+                continue
+            if self._clock is None or value > self._clock:
+                self._clock = float(value)
+
+    def _time(self, obj: dict[str, Any], key: str, where: str = "") -> tuple[float, bool]:
+        """``obj[key]`` in ms, or -- when the log's Spark did not write it -- the latest time the log has shown
+        (``True``: estimated)."""
+        ms = get(obj, key, "num", where, default=None)
+        if ms is not None:
+            return ms, False
+        if self._clock is None:
+            get(obj, key, "num", where)  # raises: missing, and no earlier time to take
+        assert self._clock is not None
+        return self._clock, True
 
     def _dead(self, stats: ParseStats, lineno: int, reason: str, raw: str) -> list[ev.Event]:
         stats.dead += 1
@@ -284,6 +336,7 @@ class ListenerParser:
         attempt = get(obj, "App Attempt ID", "str", default=None)
         self.app_name = get(obj, "App Name", "str", default="")
         self.app_start = ms
+        self.app_attempt = attempt
         event = ev.base(ev.APP_START, ms, eid, self.delta, app_id)
         event.update(app_name=self.app_name, user=get(obj, "User", "str", default=""))
         if attempt is not None:
@@ -296,19 +349,18 @@ class ListenerParser:
     def _app_end(self, obj: dict[str, Any], eid: str) -> list[ev.Event]:
         ms = get(obj, "Timestamp", "num")
         exit_code = get(obj, "ExitCode", "int", default=None)
-        event = ev.base(ev.APP_END, ms, eid, self.delta, self._app())
+        event = self._event(ev.APP_END, ms, eid)
         event["app_name"] = self.app_name or ""
         if self.app_start is not None:
             event["duration"] = round(max(ms - self.app_start, 0) / 1000.0, 3)
         if exit_code is not None:
             event["exit_code"] = exit_code
             event["status"] = "SUCCEEDED" if exit_code == 0 else "FAILED"
-        self._stages.clear()
-        return [event]
+        return [event]  # stage state is kept: stages still running when the context stopped complete after this
 
     def _job_start_event(self, obj: dict[str, Any], eid: str) -> list[ev.Event]:
         job = get(obj, "Job ID", "int")
-        ms = get(obj, "Submission Time", "num")
+        ms, estimated = self._time(obj, "Submission Time")
         stage_ids = get(obj, "Stage IDs", "list", default=[])
         infos = get(obj, "Stage Infos", "list", default=[])
         props = get(obj, "Properties", "obj", default={})
@@ -322,8 +374,10 @@ class ListenerParser:
                 raise BadField(f"'Stage IDs' must hold integers, got {stage!r}")
             self._stage_job[stage] = job
         self._job_start[job] = ms
-        event = ev.base(ev.JOB_START, ms, eid, self.delta, self._app())
+        event = self._event(ev.JOB_START, ms, eid)
         event.update(spark_job_id=job, stages=len(stage_ids), tasks=tasks)
+        if estimated:
+            event["ts_estimated"] = True
         group = props.get("spark.jobGroup.id")
         if isinstance(group, str):
             event["job_group"] = self._job_group[job] = group
@@ -334,11 +388,13 @@ class ListenerParser:
 
     def _job_end(self, obj: dict[str, Any], eid: str) -> list[ev.Event]:
         job = get(obj, "Job ID", "int")
-        ms = get(obj, "Completion Time", "num")
+        ms, estimated = self._time(obj, "Completion Time")
         result = get(obj, "Job Result", "obj")
         outcome = get(result, "Result", "str", "'Job Result'")
-        event = ev.base(ev.JOB_END, ms, eid, self.delta, self._app())
+        event = self._event(ev.JOB_END, ms, eid)
         event.update(spark_job_id=job, status="SUCCEEDED" if outcome == "JobSucceeded" else "FAILED")
+        if estimated:
+            event["ts_estimated"] = True
         if outcome != "JobSucceeded":
             exc = get(result, "Exception", "obj", "'Job Result'", default={})
             event["failure_reason"] = reason_text(
@@ -357,12 +413,14 @@ class ListenerParser:
         where = "'Stage Info'"
         stage = get(info, "Stage ID", "int", where)
         attempt = get(info, "Stage Attempt ID", "int", where)
-        ms = get(info, time_key, "num", where)
-        event = ev.base(etype, ms, eid, self.delta, self._app())
+        ms, estimated = self._time(info, time_key, where)
+        event = self._event(etype, ms, eid)
+        if estimated:
+            event["ts_estimated"] = True
         event.update(
             stage_id=stage,
             stage_attempt=attempt,
-            stage_key=ev.stage_key(self._app(), stage, attempt),
+            stage_key=self._stage_key(stage, attempt),
             stage_name=get(info, "Stage Name", "str", where, default=""),
             num_tasks=get(info, "Number of Tasks", "int", where),
         )
@@ -377,6 +435,7 @@ class ListenerParser:
         return [event]
 
     def _stage_completed(self, obj: dict[str, Any], eid: str) -> list[ev.Event]:
+        """The attempt's StageCompleted, now if none of its tasks runs, else once the last has ended."""
         event, info = self._stage(ev.STAGE_COMPLETED, obj, eid, "Completion Time")
         where = "'Stage Info'"
         failure = get(info, "Failure Reason", "str", where, default=None)
@@ -385,10 +444,28 @@ class ListenerParser:
         if failure is not None:
             event["failure_reason"] = reason_text(failure)
         if submitted is not None:
-            event["duration"] = round(max(get(info, "Completion Time", "num", where) - submitted, 0) / 1000.0, 3)
-        stats = self._stages.pop((event["stage_id"], event["stage_attempt"]), None) or StageStats()
-        event.update(stats.summary())
-        return [event]
+            event["duration"] = round(max(event["ts"] * 1000.0 - submitted, 0) / 1000.0, 3)
+        key = (event["stage_id"], event["stage_attempt"])
+        self._stages.setdefault(key, StageStats())
+        event["_line"] = self._line
+        self._completed[key] = event
+        if self._running[key] > 0:
+            return []
+        return [self._complete(key)]
+
+    def _complete(self, key: tuple[int, int]) -> ev.Event:
+        """The held StageCompleted of ``key`` with its figures; the attempt's state is dropped."""
+        event = self._completed.pop(key)
+        del event["_line"]
+        self._running.pop(key, None)
+        event.update((self._stages.pop(key, None) or StageStats()).summary())
+        return event
+
+    def _task_start(self, obj: dict[str, Any], eid: str) -> list[ev.Event]:
+        key = (get(obj, "Stage ID", "int"), get(obj, "Stage Attempt ID", "int"))
+        if key in self._stages:
+            self._running[key] += 1
+        return []
 
     def _task_end(self, obj: dict[str, Any], eid: str) -> list[ev.Event]:
         stage = get(obj, "Stage ID", "int")
@@ -402,11 +479,11 @@ class ListenerParser:
         reason_obj = get(obj, "Task End Reason", "obj")
         reason = get(reason_obj, "Reason", "str", "'Task End Reason'")
         metrics = get(obj, "Task Metrics", "obj", default=None)
-        event = ev.base(ev.TASK, finish, eid, self.delta, self._app())
+        event = self._event(ev.TASK, finish, eid)
         event.update(
             stage_id=stage,
             stage_attempt=attempt,
-            stage_key=ev.stage_key(self._app(), stage, attempt),
+            stage_key=self._stage_key(stage, attempt),
             spark_task_id=get(info, "Task ID", "int", ti),
             task_index=get(info, "Index", "int", ti),
             task_attempt=get(info, "Attempt", "int", ti),
@@ -428,9 +505,15 @@ class ListenerParser:
         if reason != "Success":
             event["failure_reason"] = _task_failure(reason, reason_obj)
         event.update(_task_metrics(metrics))
-        stats = self._stages.get((stage, attempt))
-        if stats is not None:
-            stats.add(event)
+        key = (stage, attempt)
+        stats = self._stages.get(key)
+        if stats is None:
+            return [event]  # its stage attempt was never submitted, or has completed and its last task ended
+        stats.add(event)
+        if reason != "Resubmitted":  # a Resubmitted end is a second end of a task that had succeeded: no task start
+            self._running[key] -= 1
+        if key in self._completed and self._running[key] <= 0:
+            return [event, self._complete(key)]
         return [event]
 
     def _executor_added(self, obj: dict[str, Any], eid: str) -> list[ev.Event]:
@@ -439,7 +522,7 @@ class ListenerParser:
         info = get(obj, "Executor Info", "obj")
         host = get(info, "Host", "str", "'Executor Info'")
         self._hosts[executor] = host
-        event = ev.base(ev.EXECUTOR_ADDED, ms, eid, self.delta, self._app())
+        event = self._event(ev.EXECUTOR_ADDED, ms, eid)
         event.update(
             executor_id=executor, host=host, cores=get(info, "Total Cores", "int", "'Executor Info'", default=0)
         )
@@ -448,7 +531,7 @@ class ListenerParser:
     def _executor_removed(self, obj: dict[str, Any], eid: str) -> list[ev.Event]:
         ms = get(obj, "Timestamp", "num")
         executor = get(obj, "Executor ID", "str")
-        event = ev.base(ev.EXECUTOR_REMOVED, ms, eid, self.delta, self._app())
+        event = self._event(ev.EXECUTOR_REMOVED, ms, eid)
         event.update(
             executor_id=executor,
             host=self._hosts.get(executor, ""),
@@ -532,6 +615,7 @@ _HANDLERS = {
     "SparkListenerJobEnd": ListenerParser._job_end,
     "SparkListenerStageSubmitted": ListenerParser._stage_submitted,
     "SparkListenerStageCompleted": ListenerParser._stage_completed,
+    "SparkListenerTaskStart": ListenerParser._task_start,
     "SparkListenerTaskEnd": ListenerParser._task_end,
     "SparkListenerExecutorAdded": ListenerParser._executor_added,
     "SparkListenerExecutorRemoved": ListenerParser._executor_removed,
