@@ -48,7 +48,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="hcep",
         description="hcep: complex event processing over imprecise timestamps, and Hadoop cluster monitoring.",
-        epilog="Event format, query language and match records: see README.md and SPEC.md.",
+        epilog="Event format, query language and match records: see README.md and docs/semantics.md.",
     )
     parser.add_argument("--version", action="version", version=f"hcep {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

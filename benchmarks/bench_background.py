@@ -5,10 +5,10 @@ statistics of the collected ``Mapper`` / ``Reducer`` events (one per finished ta
 start): nothing here reads the simulator's insides, so a background made calmer shows here.
 
 - phases (a job's maps, or its reduces) with at least 3 successful attempts;
-- among phases of 3-10 successful attempts: the mean of slowest / median (SPEC 9: between 3 and 12);
-- the share of successful attempts longer than 1.5x their phase's median (SPEC 9: 5-20%);
-- killed attempts per 200 tasks (SPEC 9: at least 1), and how many of them stand beside a successful attempt of their
-  task (SPEC 9: each).
+- among phases of 3-10 successful attempts: the mean of slowest / median (section 9: between 3 and 12);
+- the share of successful attempts longer than 1.5x their phase's median (section 9: 5-20%);
+- killed attempts per 200 tasks (section 9: at least 1), and how many of them stand beside a successful attempt of their
+  task (section 9: each).
 
     python -m benchmarks.bench_background                              # seeds 1-3 x fb2009, fb2010 x 20, 200 nodes
     python -m benchmarks.bench_background --seeds 4 --sizes 500 --json out.json
@@ -28,14 +28,14 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-#: SPEC 9's bands.
+#: Section 9's bands.
 RATIO_BAND = (3.0, 12.0)
 SLOW_SHARE_BAND = (0.05, 0.20)
 KILLED_PER_200_MIN = 1.0
 
 
 def background_stats(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """SPEC 9's statistics of the task-attempt events of one or more clusters."""
+    """Section 9's statistics of the task-attempt events of one or more clusters."""
     ok: dict[tuple[str, str], list[float]] = defaultdict(list)
     tasks: set[tuple[str, str]] = set()
     succeeded_tasks: set[tuple[str, str]] = set()
@@ -76,7 +76,7 @@ def background_stats(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def in_bands(stats: Mapping[str, Any]) -> list[str]:
-    """What falls outside SPEC 9's bands (empty when the background is in them)."""
+    """What falls outside section 9's bands (empty when the background is in them)."""
     out = []
     r, s, k = stats["slowest_over_median"], stats["slow_share"], stats["killed_per_200_tasks"]
     if r is None or not RATIO_BAND[0] <= r <= RATIO_BAND[1]:
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows
     ]
     cols = ["mix", "nodes", "seed", "phases 3-10", "mean slowest/median", "> 1.5x median", "killed / 200 tasks"]
-    cols += ["killed beside a success", "SPEC 9 (3-12, 5-20%, >= 1)"]
+    cols += ["killed beside a success", "section 9 (3-12, 5-20%, >= 1)"]
     print_table("fault-free background, from the collected job history", cols, body, plain=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")

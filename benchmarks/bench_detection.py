@@ -1,12 +1,12 @@
 """Detection judged against causes (semantics section 9): the Hadoop pack's alerts and Dr. Elephant's, side by side.
 
 For every seed x SWIM mix x cluster size: ``hcep simulate`` with its default fault mix (or ``--faults FILE``), whose
-``ground_truth.json`` lists only what it injected (and the few ``natural`` entries SPEC 9 allows); the real collectors
-(``hcep collect hadoop`` on the logs, the Ganglia derivation on the samples); exactly the alerts ``hcep match
+``ground_truth.json`` lists only what it injected (and the few ``natural`` entries section 9 allows); the real
+collectors (``hcep collect hadoop`` on the logs, the Ganglia derivation on the samples); exactly the alerts ``hcep match
 --alerts`` prints (:func:`app.commands.match.judge`); and Dr. Elephant's MapReduce heuristics (our port,
-``benchmarks/peers/drelephant``) over the same job history files, MODERATE or worse counted as a warning at the
-job's finish.  Both are scored by :mod:`benchmarks.detection_score`, which is SPEC 9's arithmetic and nothing else:
-no rule's threshold is read here.
+``benchmarks/peers/drelephant``) over the same job history files, MODERATE or worse counted as a warning at the job's
+finish.  Both are scored by :mod:`benchmarks.detection_score`, which is section 9's arithmetic and nothing else: no
+rule's threshold is read here.
 
     python -m benchmarks.bench_detection                        # seeds 2-6 x fb2009, fb2010 x 20, 200, 500 nodes
     python -m benchmarks.bench_detection --seeds 7 8 --sizes 200 --jobs 2
@@ -43,7 +43,7 @@ TARGETS = {"recall": 0.95, "precision": 0.9, "false_per_1000_node_hours": 1.0}
 DELAY_TARGETS = {"hung_fetch": 90.0, "runaway_reducer": 120.0, "held_output": 240.0, "slow_node": 600.0}
 #: Data skew: alerted before its job ends for at least this share of the detected actionable faults.
 BEFORE_JOB_END = 0.8
-#: Dr. Elephant's heuristics that stand for a fault kind (the others flag jobs but name no kind of SPEC 9).
+#: Dr. Elephant's heuristics that stand for a fault kind (the others flag jobs but name no kind of section 9).
 DR_ELEPHANT_KINDS = {"Mapper Skew": "map_data_skew", "Reducer Skew": "reduce_data_skew"}
 _DR_SEVERITY = {"MODERATE": "warning", "SEVERE": "critical", "CRITICAL": "critical"}
 
@@ -265,7 +265,7 @@ def print_report(runs: list[dict[str, Any]], out: Any = sys.stdout) -> bool:
     )
     tuned = TUNED_SEED in {r["seed"] for r in runs}
     title = (
-        f"SPEC 9 detection, {len(runs)} clusters ({configs}{'; INCLUDES the tuning seed 1' if tuned else ''}), "
+        f"Section 9 detection, {len(runs)} clusters ({configs}{'; INCLUDES the tuning seed 1' if tuned else ''}), "
         f"{overall['node_hours']:,.0f} node-hours, {sum(r['events'] for r in runs):,} events"
     )
     cols = ["kind", "faults", "actionable", "recall", "precision", "F1", "false/1000 nh", "delay p50 s", "delay p90 s"]
@@ -339,7 +339,7 @@ def plot(runs: list[dict[str, Any]], path: str) -> None:
             xs, ys = _binned(pts)
             ax.plot(xs, ys, style, label=label)
         ax.set_title(kind)
-        ax.set_xlabel("severity (SPEC 9's meaning for the kind)")
+        ax.set_xlabel("severity (semantics section 9's meaning for the kind)")
         ax.set_ylabel("share of faults detected")
         ax.set_ylim(-0.05, 1.05)
         ax.grid(alpha=0.3)
@@ -368,7 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--traces", nargs="+", default=["fb2009", "fb2010"], choices=("fb2009", "fb2010"))
     ap.add_argument("--sizes", type=int, nargs="+", default=[20, 200, 500])
     ap.add_argument("--hours", type=float, default=1.0)
-    ap.add_argument("--faults", metavar="FILE", help="a fault list (SPEC 9) instead of the simulator's default mix")
+    ap.add_argument(
+        "--faults", metavar="FILE", help="a fault list (semantics section 9) instead of the simulator's default mix"
+    )
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="configurations run at once")
     ap.add_argument("--keep", metavar="DIR", help="keep each configuration's files under DIR")
     ap.add_argument("--json", metavar="FILE", help="also write the per-kind rows and per-run accounts as JSON")

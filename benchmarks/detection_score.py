@@ -13,7 +13,7 @@ Pure functions over plain data, so that any independent check can run the same a
 - precision = warnings that detect an actionable fault / (all warnings - warnings that only touch); a warning that
   neither detects nor touches is a false warning (reported per 1000 node-hours).
 
-SPEC 9 leaves open whether a warning that names the entity of a below-floor fault "detects" (it is listed under
+Section 9 leaves open whether a warning that names the entity of a below-floor fault "detects" (it is listed under
 "touches"): here it touches, so it counts neither for nor against precision.  Per-kind precision counts the warnings
 of the rules that declare that kind (the rule's ``kind`` label, or a Dr. Elephant heuristic mapped to it).
 """
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The fault kinds of SPEC 9's table, in its order.
+#: The fault kinds of section 9's table, in its order.
 KINDS = ("map_data_skew", "reduce_data_skew", "slow_node", "hung_fetch", "held_output", "runaway_reducer")
 #: Severities that count as a warning.
 WARNING_OR_WORSE = frozenset({"warning", "critical"})
@@ -188,7 +188,7 @@ def score(
     *,
     example_limit: int = 5,
 ) -> Score:
-    """SPEC 9's score of one cluster's alerts against its truth."""
+    """Section 9's score of one cluster's alerts against its truth."""
     faults, natural = windows_of(truth)
     warnings = warnings_of(alerts, kind_of)
     kinds = {k: KindScore(k) for k in KINDS}

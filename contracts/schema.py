@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS alert_state (scope TEXT PRIMARY KEY, state TEXT NOT N
 
 #: The schema's version (``PRAGMA user_version``).  1: the tables above without the alert-transition columns;
 #: 2: ``alerts.fingerprint``, ``state``, ``starts_at``, ``ends_at`` and the ``alert_state`` table; 3:
-#: ``matches.extends`` (growing runs written as increments, SPEC section 5); 4: ``alerts.post`` (a re-sent POST
+#: ``matches.extends`` (growing runs written as increments, semantics section 5); 4: ``alerts.post`` (a re-sent POST
 #: carries the same transitions under the same key).
 SCHEMA_VERSION = 4
 #: Each step takes the store from version ``n`` to ``n + 1``: ``(table, column, type)`` added where missing.

@@ -156,8 +156,8 @@ class StoreReader:
 
     def whole_record(self, rid: str) -> tuple[dict[str, Any], bool] | None:
         """The record of id ``rid`` with its whole signature, the chain of a growing run's increments followed
-        (SPEC section 5; a store older than increments holds whole records), and whether the chain was complete
-        (False: a record it extends is not in the store); None without the record."""
+        (docs/semantics.md section 5; a store older than increments holds whole records), and whether the chain was
+        complete (False: a record it extends is not in the store); None without the record."""
         with self._conn() as db:
             if db is None:
                 return None

@@ -1,5 +1,5 @@
-"""The query pack as plain data: its queries (names, descriptions, strategies, outputs) and its alert rules (SPEC
-sections 6 and 8).
+"""The query pack as plain data: its queries (names, descriptions, strategies, outputs) and its alert rules
+(docs/semantics.md sections 6 and 8).
 
 Why read the YAML here instead of asking the engine: the dashboard only shows a pack -- which rules judge which query,
 with what tiers and grouping -- it never compiles a query or judges a record (the service did, and the dashboard

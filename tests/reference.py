@@ -8,8 +8,8 @@ It is slow on purpose and meant for tiny inputs (a handful of precise events).  
 
 Both work in the single world of precise events: an event's point is ``event.t``.
 
-Interpretations (where the SPEC is not explicit)
-------------------------------------------------
+Interpretations (where docs/semantics.md is not explicit)
+---------------------------------------------------------
 
 Values and predicates
 

@@ -5,7 +5,7 @@ sits at it with or without elements).  Each WHERE conjunct is placed by its *las
 
 - on the ``begin`` edge of a singleton component;
 - for a Kleene variable ``b``: predicates naming ``b[i]`` go on ``take`` (and also on ``begin`` unless they name
-  ``b[i-1]``/``b[..i-1]``, SPEC: those hold for i >= 2 only); predicates naming only ``b[1]`` go on ``begin``;
+  ``b[i-1]``/``b[..i-1]``, semantics section 2: those hold for i >= 2); predicates naming only ``b[1]`` go on ``begin``;
   predicates over the finished set (``b[b.len]``, ``b[]``, ``b.len``) go on the next component's ``begin`` -- the
   paper's proceed edge -- or, for a trailing Kleene component, on every completion;
 - predicates naming a negated variable form that negation's nested check (docs/semantics.md section 3, item 5).

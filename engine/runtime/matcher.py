@@ -648,9 +648,10 @@ class Matcher:
 
     def _increment(self, r: Run, returned: dict[str, Any]) -> dict[Any, Any]:
         """The record of a growing run as an increment of its previous record (semantics section 5): the trailing Kleene
-        variable lists the events taken since then (in SPEC order among themselves), ``extends`` names it, and
-        ``id`` is the record id (:func:`contracts.records.record_id`: whole for a chain's first record, chained for
-        the others).  ``start``, ``end`` and ``return`` are of the whole prefix; the cost is that of the increment."""
+        variable lists the events taken since then (in record order among themselves, docs/semantics.md section 5),
+        ``extends`` names it, and ``id`` is the record id (:func:`contracts.records.record_id`: whole for a chain's
+        first record, chained for the others).  ``start``, ``end`` and ``return`` are of the whole prefix; the cost is
+        that of the increment."""
         comps = self.comps
         bind = r.bind
         last = self.last
@@ -706,7 +707,7 @@ class Matcher:
 
 
 class KleeneIds(Sequence[Any]):
-    """The ids of a Kleene binding in SPEC order, built on first use (:attr:`Matcher.lazy_ids`)."""
+    """The ids of a Kleene binding in record order, built on first use (:attr:`Matcher.lazy_ids`)."""
 
     __slots__ = ("cell", "_ids")
 
@@ -743,12 +744,12 @@ def _span(cell: KleeneCell) -> tuple[float, float]:
 
 
 def _id_key(e: Event) -> tuple[int, int, str]:
-    """SPEC order of a Kleene binding's elements: by interval, then id (an event without one sorts first)."""
+    """Record order of a Kleene binding's elements (semantics section 5): by interval, then id (no id sorts first)."""
     return e.tlo, e.thi, "" if e.id is None else e.id
 
 
 def _kleene_ids(cell: KleeneCell) -> tuple[list[str], float, float]:
-    """The ids of a Kleene binding in SPEC order (by interval, then id) and the earliest ``lo`` / latest ``hi``.
+    """The ids of a Kleene binding in record order (by interval, then id) and the earliest ``lo`` / latest ``hi``.
 
     A trailing Kleene component under skip_till_next_match outputs a record at every element it takes, each listing
     every element so far: rebuilding and sorting that list per record made a job's records quadratic in Python work.

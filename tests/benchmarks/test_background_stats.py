@@ -1,5 +1,6 @@
-"""SPEC 9's background statistics: the arithmetic on hand-made attempts, then a fault-free simulated cluster of a
-seed nobody tuned on, measured from its collected job history (not from the simulator's insides)."""
+"""The background statistics of docs/semantics.md section 9: the arithmetic on hand-made attempts, then a fault-free
+simulated cluster of a seed nobody tuned on, measured from its collected job history (not from the simulator's
+insides)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,6 @@ def test_the_statistics_of_hand_made_phases() -> None:
 
 @pytest.mark.parametrize("trace", ["fb2010", "fb2009"])
 def test_a_fault_free_cluster_is_in_spec9_bands(trace: str, tmp_path) -> None:
-    """200 nodes, one hour, seed 7 (the simulator was tuned on seed 1): SPEC 9's bands from the logs."""
+    """200 nodes, one hour, seed 7 (the simulator was tuned on seed 1): section 9's bands from the logs."""
     stats = background_stats(simulate_background(7, trace, 200, 1.0, str(tmp_path)))
     assert not in_bands(stats), stats

@@ -66,8 +66,9 @@ def test_bench_hotpath_pack_on_the_sample(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_bench_detection_one_small_cluster(capsys: pytest.CaptureFixture[str]) -> None:
-    """One 20-node hour through the whole SPEC 9 benchmark: the table has a row per fault kind with Dr. Elephant's
-    columns beside ours, and its verdict line (the figures themselves are the README's, not a test's)."""
+    """One 20-node hour through the whole detection benchmark (semantics section 9): the table has a row per fault kind
+    with Dr. Elephant's columns beside ours, and its verdict line (the figures themselves are the README's, not a
+    test's)."""
     assert bench_detection.main(["--seeds", "6", "--traces", "fb2010", "--sizes", "20", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert len(_tables(out)) == 1 and "Dr.E F1" in _tables(out)[0]

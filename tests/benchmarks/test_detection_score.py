@@ -1,4 +1,5 @@
-"""SPEC 9's score on hand-made truths: each case is a sentence of SPEC 9's "Score" paragraph, not the rules."""
+"""The score of docs/semantics.md section 9 on hand-made truths: each case is a sentence of its "Score" part, not the
+rules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Job history files: both encodings, the SPEC event mapping, and bad records."""
+"""Job history files: both encodings, the event mapping (docs/semantics.md section 7), and bad records."""
 
 from __future__ import annotations
 

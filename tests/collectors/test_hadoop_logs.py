@@ -1,4 +1,4 @@
-"""MRAppMaster and reduce-task syslogs: the SPEC events they yield, zones, formats, and malformed lines."""
+"""MRAppMaster and reduce-task syslogs: the events they yield (semantics section 7), zones, formats, malformed lines."""
 
 from __future__ import annotations
 

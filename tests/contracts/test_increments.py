@@ -1,5 +1,5 @@
-"""Growing runs written as increments (SPEC section 5): the chain rebuilds exactly what ``--full-matches`` writes, its
-output is linear in its input, and the ids are those of the contract."""
+"""Growing runs written as increments (semantics section 5): the chain rebuilds exactly what ``--full-matches`` writes,
+its output is linear in its input, and the ids are those of the contract."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_chain_rebuilds_the_full_matches(name: str, tmp_path: Path) -> None:
     assert len(inc) == len(full) and full  # one record per completed prefix, as before
     rebuilt = rebuild(inc)
     assert [_as_sets(r) for r in rebuilt] == [_as_sets(r) for r in full]
-    # Kleene ids: the chain lists them in the order the run took them; --full-matches in SPEC order.  Both are the
+    # Kleene ids: the chain lists them in the order the run took them; --full-matches in record order.  Both are the
     # same set (the signature), and the same order whenever no two of them share a tick.
     assert all("id" in r for r in inc) and all("id" not in r and "extends" not in r for r in full)
     heads = [r for r in inc if "extends" not in r]

@@ -283,7 +283,7 @@ def same_record(got: dict, want: dict) -> bool:
 
 
 def assert_same_records(got: list[dict], want: list[dict]) -> None:
-    """Equal as multisets (SPEC leaves the order of records completing on the same event open)."""
+    """Equal as multisets (docs/semantics.md section 5 leaves the order of records completing on one event open)."""
     unmatched = list(got)
     missing = []
     for w in want:
@@ -350,7 +350,7 @@ def test_pack_query_options(pack, name):
     assert spec.description
     assert spec.alert is None  # records are facts: judgements are the pack's alert rules
     text = _spec_text(spec.query.text)
-    assert text == QUERY_TEXTS[name] or text.startswith(QUERY_TEXTS[name] + ",")  # SPEC's pattern, RETURN prefix
+    assert text == QUERY_TEXTS[name] or text.startswith(QUERY_TEXTS[name] + ",")  # section 7's pattern, RETURN prefix
 
 
 def test_pack_alert_rules_read_their_querys_return_names(pack):

@@ -1,6 +1,6 @@
-"""``hcep run`` with a growing run (Q4, SPEC section 5), in memory: the store and the matches topic hold the chain of
-increments, a crash in the middle of a chain continues it (the run's snapshot keeps its last record), the store
-rebuilds every whole signature, and the alert annotations show the whole evidence."""
+"""``hcep run`` with a growing run (Q4, docs/semantics.md section 5), in memory: the store and the matches topic hold
+the chain of increments, a crash in the middle of a chain continues it (the run's snapshot keeps its last record), the
+store rebuilds every whole signature, and the alert annotations show the whole evidence."""
 
 from __future__ import annotations
 
