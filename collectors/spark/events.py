@@ -60,5 +60,5 @@ def stage_key(app_id: str, stage_id: int, attempt: int, app_attempt: str | None 
 
 
 def base(etype: str, ms: float, eid: str, delta: float, app_id: str) -> Event:
-    """The SPEC section 1 keys of an event at ``ms`` epoch milliseconds."""
+    """The docs/semantics.md section 1 keys of an event at ``ms`` epoch milliseconds."""
     return {"type": etype, "ts": round(ms / 1000.0, 3), "id": eid, "delta": delta, "app_id": app_id}

@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--all-heuristics",
         action="store_true",
-        help="every ported heuristic, with Mapper/Reducer Memory and Exception (default: those SPEC 9 scores)",
+        help="every ported heuristic, with Mapper/Reducer Memory and Exception (default: those section 9 scores)",
     )
     ap.add_argument("--all", action="store_true", help="print every result, NONE and LOW too")
     ap.add_argument(

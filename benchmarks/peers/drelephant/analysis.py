@@ -55,7 +55,7 @@ SPEC9_HEURISTICS: frozenset[str] = frozenset(
         "Shuffle & Sort",
     }
 )
-"""The heuristics SPEC 9's score names (mapper/reducer skew, time, speed, GC, spill, shuffle and sort)."""
+"""The heuristics section 9's score names (mapper/reducer skew, time, speed, GC, spill, shuffle and sort)."""
 
 
 def build_heuristics(
