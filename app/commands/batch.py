@@ -53,6 +53,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "its line, as hcep run dead-letters it (default: the pack's settings.max_delta, else 7.5)",
     )
     parser.add_argument("--explain", action="store_true", help="print how the stream is cut on stderr")
+    parser.add_argument(
+        "--full-matches",
+        action="store_true",
+        help="whole signatures: a growing run (Q4) lists its whole prefix in every record instead of the events "
+        "since its previous record (quadratic; for tests and small inputs)",
+    )
     progress = parser.add_mutually_exclusive_group()
     progress.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show it")
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
@@ -114,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
                 partitions=args.partitions,
                 tmp_dir=tmp,
                 max_delta=args.max_delta,
+                increments=not getattr(args, "full_matches", False),
             )
         except ValueError as err:
             raise CommandError(f"hcep batch: {err}") from None
@@ -146,6 +153,8 @@ def write_records(records: Any, out: str) -> int:
     frame = records.select(
         F.lit(new_batch_id()).alias("batch"),
         F.monotonically_increasing_id().alias("seq"),
+        F.col("rid").alias("id"),
+        "extends",
         "match",
         "confidence",
         "start",

@@ -96,6 +96,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "patterns can place them (much less work); a violating event is dead-lettered",
     )
     parser.add_argument("--explain", action="store_true", help="print how the stream is cut on stderr")
+    parser.add_argument(
+        "--full-matches",
+        action="store_true",
+        help="whole signatures: a growing run (Q4) lists its whole prefix in every record instead of the events "
+        "since its previous record (quadratic; for tests and small inputs)",
+    )
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no per-batch progress lines")
 
 
@@ -119,6 +125,7 @@ def _plan(args: argparse.Namespace, cores: int) -> Any:
         allowed_lateness=args.allowed_lateness,
         cut=args.cut,
         keyless_types=keyless,
+        full_matches=getattr(args, "full_matches", False),
     )
 
 
@@ -139,6 +146,22 @@ def _publisher(bootstrap: str, topic: str, plan: Any) -> tuple[Any, Any]:
         producer.flush()
 
     return publish, producer
+
+
+def session_conf(master: str) -> dict[str, str]:
+    """Settings ``hcep stream`` adds to the session for a cluster master: the executors' Python workers run this
+    Python (its packages: the engine, pandas, pyarrow); a master on loopback (``deploy/spark/cluster-start.sh``)
+    gets a driver on loopback too, so nothing listens beyond it."""
+    from app.spark.session import LOOPBACK, is_local
+
+    if is_local(master):
+        return {}
+    conf = {"spark.pyspark.python": sys.executable, "spark.executorEnv.PYSPARK_PYTHON": sys.executable}
+    host = master.split("://", 1)[-1].rsplit(":", 1)[0]
+    if host in (LOOPBACK, "localhost"):
+        os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+        conf.update({"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK})
+    return conf
 
 
 #: How long the end of a run waits for Alertmanager to take the last transitions.
@@ -200,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
     )
     started = time.monotonic()
     try:
-        with spark_session(master, app_name="hcep-stream") as spark:
+        with spark_session(master, app_name="hcep-stream", conf=session_conf(master)) as spark:
             try:
                 run_job(spark, plan, sink, opts)
             except PlanMismatch as err:

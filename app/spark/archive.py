@@ -54,6 +54,8 @@ MATCH_SCHEMA = pa.schema(
     [
         ("batch", pa.string()),
         ("seq", pa.int64()),
+        ("id", pa.string()),  # a growing run's increments: the record id and the record it extends
+        ("extends", pa.string()),
         ("match", pa.string()),
         ("confidence", pa.float64()),
         ("start", pa.float64()),
@@ -128,6 +130,8 @@ def match_row(record: Mapping[str, Any], seq: int) -> dict[str, Any]:
     returned = record.get("return") or {}
     row: dict[str, Any] = {
         "seq": seq,
+        "id": _string(record.get("id")),
+        "extends": _string(record.get("extends")),
         "query": str(record["query"]),
         "match": json.dumps(record["match"], separators=(",", ":")),
         "confidence": float(record.get("confidence", 1.0)),
@@ -139,6 +143,22 @@ def match_row(record: Mapping[str, Any], seq: int) -> dict[str, Any]:
         row[name] = _string(returned.get(name)) if isinstance(returned, Mapping) else None
     row["date"] = utc_day(row["start"])
     return row
+
+
+def record_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The match record of an archive row (inverse of :func:`match_row`): a growing run's increment keeps its
+    ``id`` and ``extends`` (an archive written before increments has neither column: whole records)."""
+    out: dict[str, Any] = {"query": row["query"]}
+    if row.get("id") is not None:
+        out["id"] = row["id"]
+    if row.get("extends") is not None:
+        out["extends"] = row["extends"]
+    out["match"] = json.loads(row["match"])
+    out["confidence"] = row["confidence"]
+    out["start"] = row["start"]
+    out["end"] = row["end"]
+    out["return"] = json.loads(row["return"])
+    return out
 
 
 def event_from_row(row: Mapping[str, Any]) -> dict[str, Any]:

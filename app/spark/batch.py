@@ -212,7 +212,7 @@ class BatchResult:
         from pyspark.sql import functions as F
         from pyspark.sql.window import Window
 
-        unique = self.matched.dropDuplicates(["query", "match"])
+        unique = self.matched.dropDuplicates(["query", "match", "rid"])
         distinct = sorted(self.distinct_queries())
         if not distinct:
             return unique
@@ -232,11 +232,11 @@ def merge_rows(rows: list[dict[str, Any]], distinct: set[str]) -> list[dict[str,
     """Cross-group merge: one record per signature; for distinct queries one per RETURN value (best confidence, then
     the earliest completion); completion order."""
     rows = sorted(rows, key=lambda r: tuple(r[c] for c in ORDER))
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str | None]] = set()
     best: dict[tuple[str, str], dict[str, Any]] = {}
     out: list[dict[str, Any]] = []
     for row in rows:
-        sig = (row["query"], row["match"])
+        sig = (row["query"], row["match"], row.get("rid"))
         if sig in seen:
             continue
         seen.add(sig)
@@ -253,14 +253,23 @@ def merge_rows(rows: list[dict[str, Any]], distinct: set[str]) -> list[dict[str,
 
 
 def to_record(row: Any) -> dict[str, Any]:
-    return {
-        "query": row["query"],
-        "match": json.loads(row["match"]),
-        "confidence": row["confidence"],
-        "start": row["start"],
-        "end": row["end"],
-        "return": json.loads(row["ret"]),
-    }
+    """The record (semantics section 5) of a row: a growing run's increments keep their ``id`` and ``extends``."""
+    out: dict[str, Any] = {"query": row["query"]}
+    rid = row.get("rid")
+    if rid is not None:
+        out["id"] = rid
+        if row.get("extends") is not None:
+            out["extends"] = row["extends"]
+    out.update(
+        {
+            "match": json.loads(row["match"]),
+            "confidence": row["confidence"],
+            "start": row["start"],
+            "end": row["end"],
+            "return": json.loads(row["ret"]),
+        }
+    )
+    return out
 
 
 def match_frame(
@@ -269,6 +278,7 @@ def match_frame(
     plans: Sequence[QueryPlan],
     *,
     partitions: int | None = None,
+    increments: bool = True,
 ) -> BatchResult:
     """Plan and run the batch match over a parsed event frame (see :mod:`app.spark.events`).  Raises ValueError with
     ``FILE:LINE: reason`` when an input line is not a valid event."""
@@ -298,7 +308,7 @@ def match_frame(
     widest = stats.widest
 
     def body(batches: Iterator[Any]) -> Iterator[Any]:
-        return run_partition(batches, token, plans, members, widest, shared)
+        return run_partition(batches, token, plans, members, widest, shared, increments)
 
     matched = (
         rows.repartition(nparts, "fid", "gkey")
@@ -325,6 +335,7 @@ def run_batch(
     partitions: int | None = None,
     tmp_dir: str | None = None,
     max_delta: float | None = None,
+    increments: bool = True,
 ) -> BatchResult:
     """Read the inputs and match them: the whole of ``hcep batch`` short of printing.  Raw logs are converted into
     ``tmp_dir`` (default: a new temporary directory), which must live until the result is consumed.  An event wider
@@ -337,7 +348,7 @@ def run_batch(
     tick = plans[0].tick if plans else 0.1
     max_width = None if max_delta is None else max_width_ticks(max_delta, tick)
     parsed = read_inputs(spark, paths, tick, attrs, kind, tmp_dir, max_width)
-    return match_frame(spark, parsed, plans, partitions=partitions)
+    return match_frame(spark, parsed, plans, partitions=partitions, increments=increments)
 
 
 def plans_from_pack(

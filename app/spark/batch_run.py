@@ -23,7 +23,7 @@ WHOLE_GROUP = "*"
 END = 2**62
 RECORD_SCHEMA = (
     "fid int, gkey string, qidx int, query string, match string, confidence double, start double, `end` double, "
-    "ret string, vkey string, emit_mid2 long, emit_seq long, emit_idx long"
+    "ret string, vkey string, emit_mid2 long, emit_seq long, emit_idx long, rid string, extends string"
 )
 RECORD_COLUMNS = [c.split()[0].strip("`") for c in RECORD_SCHEMA.split(", ")]
 
@@ -106,12 +106,16 @@ class Group:
         widest: int,
         keyless: KeylessIndex | None,
         margins: Margins,
+        increments: bool = True,
     ) -> None:
         from engine import make_matcher
+        from engine.evaluate import write_increments
 
         self.fid, self.gkey = fid, gkey
         self.queries = queries
         self.matchers = [make_matcher(compiled[q], widest) for q in queries]
+        write_increments(self.matchers, increments)  # growing runs as chains (semantics section 5)
+        self.chain_keyed: dict[str, bool] = {}  # a chain's latest record id -> whether its whole signature holds a key
         self.types = [relevant_types(compiled[q]) for q in queries]
         self.keyless = keyless
         self.margins = margins
@@ -159,8 +163,12 @@ class Group:
 
     def _emit(self, q: int, record: dict, mid2: int, seq: int, out: list[tuple]) -> None:
         self.idx += 1
+        rid = record.get("id")
         if self.gkey != WHOLE_GROUP:
             holds_key = any(self.keyed.get(i, False) for ids in record["match"].values() for i in ids)
+            if rid is not None:  # an increment's home is its whole signature's: the chain's so far, and what it adds
+                holds_key = self.chain_keyed.pop(record.get("extends") or "", False) or holds_key
+                self.chain_keyed[rid] = holds_key
             if holds_key != (self.gkey != KEYLESS_GROUP):
                 return  # this match's home is another group
         returned = record["return"]
@@ -179,6 +187,8 @@ class Group:
                 mid2,
                 seq,
                 self.idx,
+                rid,
+                record.get("extends"),
             )
         )
 
@@ -190,6 +200,7 @@ def run_partition(
     families: dict[int, tuple[list[int], list[int], list[int], Margins]],
     widest: int,
     shared: Any,
+    increments: bool = True,
 ) -> Iterator[Any]:
     """``mapInPandas`` body (see the module doc).  ``families``: fid -> (queries of keyed groups, of the keyless
     group, of the whole group, keyless margins); ``shared``: the broadcast keyless events per family, or None."""
@@ -213,7 +224,7 @@ def run_partition(
                 fid = int(fid)
                 keyed_q, keyless_q, whole_q, margins = families[fid]
                 queries = whole_q if gkey == WHOLE_GROUP else keyless_q if gkey == KEYLESS_GROUP else keyed_q
-                group = Group(fid, gkey, queries, compiled, widest, index.get(fid), margins)
+                group = Group(fid, gkey, queries, compiled, widest, index.get(fid), margins, increments)
             if text is None:
                 continue  # the keyless group's placeholder row
             group.add(decode(json.loads(text), int(seq)), bool(keyed), out)

@@ -79,6 +79,7 @@ class StreamPlan:
     keyless_types: frozenset[str] | None = None  # declared (see the module doc); None: unknown
     cut: str = "declared"
     token: str = ""  # names this plan in the executors' caches
+    full_matches: bool = False  # whole signatures instead of a growing run's increments (semantics section 5)
 
     @property
     def attrs(self) -> list[str]:
@@ -171,6 +172,7 @@ def build_plan(
     allowed_lateness: float = ALLOWED_LATENESS,
     cut: str = "declared",
     keyless_types: frozenset[str] | None = None,
+    full_matches: bool = False,
 ) -> StreamPlan:
     """Families from the batch planner (see the module doc for ``cut``), the watermark and uncertainty bounds of
     ``hcep run``."""
@@ -212,6 +214,7 @@ def build_plan(
         distinct=frozenset(p.name for p in plans if p.output == "distinct"),
         keyless_types=None if keyless_types is None else frozenset(keyless_types),
         cut=cut,
+        full_matches=full_matches,
     )
     token = hashlib.sha1(json.dumps(plan_state(plan), default=str).encode()).hexdigest()[:16]
     return dataclasses.replace(plan, token=token)
@@ -230,10 +233,13 @@ def describe(plan: StreamPlan) -> list[str]:
 
 def plan_state(plan: StreamPlan) -> dict[str, Any]:
     """What must not change under a checkpoint (a restart with other buckets or queries would misread the state)."""
-    return {
+    state = {
         "buckets": plan.buckets,
         "cut": plan.cut,
         "keyless_types": None if plan.keyless_types is None else sorted(plan.keyless_types),
         "queries": [[p.name, p.strategy, p.output, p.confidence, p.tick] for p in plan.plans],
         "families": [[f.fid, f.attr, list(f.queries)] for f in plan.families],
     }
+    if plan.full_matches:  # (absent otherwise: a checkpoint written before increments keeps its plan)
+        state["full_matches"] = True
+    return state

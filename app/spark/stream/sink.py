@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.spark.archive import MATCH_PARTITIONS, MATCH_SCHEMA, MATCHES_DIR, _write, match_row
+from app.spark.archive import MATCH_PARTITIONS, MATCH_SCHEMA, MATCHES_DIR, _write, match_row, record_from_row
 
 STREAM_DIR = "_stream"
 ALERTS_DIR = "alerts"
@@ -218,14 +218,21 @@ class StreamSink:
 
 
 def _record(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "query": row["query"],
-        "match": json.loads(row["match"]),
-        "confidence": row["confidence"],
-        "start": row["start"],
-        "end": row["end"],
-        "return": json.loads(row["ret"]),
-    }
+    out: dict[str, Any] = {"query": row["query"]}
+    if row.get("rid") is not None:  # a growing run's increment (semantics section 5)
+        out["id"] = row["rid"]
+        if row.get("extends") is not None:
+            out["extends"] = row["extends"]
+    out.update(
+        {
+            "match": json.loads(row["match"]),
+            "confidence": row["confidence"],
+            "start": row["start"],
+            "end": row["end"],
+            "return": json.loads(row["ret"]),
+        }
+    )
+    return out
 
 
 def read_records(out: str) -> list[dict[str, Any]]:
@@ -233,17 +240,7 @@ def read_records(out: str) -> list[dict[str, Any]]:
     from app.spark.archive import read_table
 
     table = read_table(out, MATCHES_DIR)
-    return [
-        {
-            "query": r["query"],
-            "match": json.loads(r["match"]),
-            "confidence": r["confidence"],
-            "start": r["start"],
-            "end": r["end"],
-            "return": json.loads(r["return"]),
-        }
-        for r in table.to_pylist()
-    ]
+    return [record_from_row(r) for r in table.to_pylist()]
 
 
 def read_jsonl_dir(base: Path) -> list[dict[str, Any]]:

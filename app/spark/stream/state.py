@@ -48,7 +48,8 @@ IN_SCHEMA = (
 OUT_SCHEMA = (
     "kind string, query string, match string, confidence double, start double, `end` double, ret string, "
     "vkey string, emit_mid2 long, emit_seq long, qidx int, emit_idx long, gkey string, reason string, "
-    "origin string, pos long, text string, wm long, fed long, groups long, busy_ms double, state_ms double"
+    "origin string, pos long, text string, wm long, fed long, groups long, busy_ms double, state_ms double, "
+    "rid string, extends string"
 )
 OUT_COLUMNS = [c.split()[0].strip("`") for c in OUT_SCHEMA.split(", ")]
 #: Row kinds of :data:`IN_SCHEMA`.
@@ -78,13 +79,13 @@ def _none(n: int) -> list[None]:
 
 
 def dead_row(reason: str, origin: str | None, pos: int | None, text: str | None) -> tuple:
-    return ("dead", *_none(12), reason, origin, pos, text, None, None, None, None, None)
+    return ("dead", *_none(12), reason, origin, pos, text, *_none(7))
 
 
 def clock_row(wm_ms: int, fed: int, groups: int, busy_ms: float = 0.0, state_ms: float = 0.0) -> tuple:
     """One per call: the watermark it saw, events fed, groups held, and where its time went (all of the call; the
     state's share: snapshots, restores and the state store's calls)."""
-    return ("clock", *_none(15), None, wm_ms, fed, groups, busy_ms, state_ms)
+    return ("clock", *_none(15), None, wm_ms, fed, groups, busy_ms, state_ms, None, None)
 
 
 # ------------------------------------------------------------------------------------------------ one group
@@ -95,12 +96,15 @@ class StreamGroup:
     rule, and its own events the watermark has not released yet."""
 
     def __init__(self, plan: StreamPlan, fam: FamilyPlan, gkey: str, compiled: list[Any], state: Any = None) -> None:
-        from engine.evaluate import PackFeeder, make_matcher
+        from engine.evaluate import PackFeeder, make_matcher, write_increments
 
         self.plan, self.fam, self.gkey = plan, fam, gkey
         self.queries = fam.queries if gkey == WHOLE_GROUP else fam.keyless if gkey == KEYLESS_GROUP else fam.keyed
         self.qidx = {plan.plans[q].name: q for q in self.queries}
-        self.feeder = PackFeeder([make_matcher(compiled[q], plan.umax) for q in self.queries], plan.umax)
+        matchers = [make_matcher(compiled[q], plan.umax) for q in self.queries]
+        write_increments(matchers, not plan.full_matches)  # growing runs as chains (semantics section 5)
+        self.feeder = PackFeeder(matchers, plan.umax)
+        self.chains: dict[str, bool] = {}  # a chain's latest record id -> whether its whole signature holds a key
         self.own: dict[str, int] = {}  # id -> thi of the group's keyed events fed (home rule)
         self.pending: list[list[Any]] = []  # [mid2, seq, tlo, thi, json] not yet released
         self.started = False  # fed at least once (the keyless left margin was merged in)
@@ -116,6 +120,7 @@ class StreamGroup:
             self.hi = NEG_INF if state["hi"] is None else state["hi"]
             self.idx = state["idx"]
             self.fed_to = NEG_INF if state["fed"] is None else state["fed"]
+            self.chains = dict(state.get("chains") or {})
             if state["snap"] is not None:
                 self.feeder.restore(state["snap"])
 
@@ -128,6 +133,7 @@ class StreamGroup:
             "hi": None if self.hi == NEG_INF else self.hi,
             "idx": self.idx,
             "fed": None if self.fed_to == NEG_INF else self.fed_to,
+            "chains": self.chains,
             "snap": self.feeder.snapshot() if self.started else None,
         }
 
@@ -204,9 +210,13 @@ class StreamGroup:
 
     def _emit(self, record: dict[str, Any], mid2: int, seq: int, out: list[tuple]) -> None:
         self.idx += 1
+        rid = record.get("id")
         if self.gkey != WHOLE_GROUP:
             own = self.own
             holds = any(i in own for ids in record["match"].values() for i in ids)
+            if rid is not None:  # an increment's home is its whole signature's
+                holds = self.chains.pop(record.get("extends") or "", False) or holds
+                self.chains[rid] = holds
             if holds != (self.gkey != KEYLESS_GROUP):
                 return  # this match's home is another group
         returned = record["return"]
@@ -226,6 +236,8 @@ class StreamGroup:
                 self.idx,
                 self.gkey,
                 *_none(9),
+                rid,
+                record.get("extends"),
             )
         )
 

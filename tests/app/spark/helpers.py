@@ -9,8 +9,14 @@ from typing import Any
 import pytest
 
 
-def signature(record: dict[str, Any]) -> tuple[str, str]:
-    return record["query"], json.dumps(record["match"], sort_keys=True)
+def signature(record: dict[str, Any]) -> tuple[str, str, str, str]:
+    """A record's identity: its signature, and for a growing run's increment its id and the record it extends."""
+    return (
+        record["query"],
+        json.dumps(record["match"], sort_keys=True),
+        record.get("id") or "",
+        record.get("extends") or "",
+    )
 
 
 def assert_same_records(batch: Iterable[dict[str, Any]], streaming: Iterable[dict[str, Any]]) -> None:

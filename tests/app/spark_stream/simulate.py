@@ -9,9 +9,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from app.spark.stream.plan import StreamPlan
-from app.spark.stream.sink import ORDER
+from app.spark.stream.sink import ORDER, _record
 from app.spark.stream.source import END_KEY, route
-from app.spark.stream.state import Bucket, compiled_for, pack_blob, unpack_blob
+from app.spark.stream.state import OUT_COLUMNS, Bucket, compiled_for, pack_blob, unpack_blob
 
 
 class DictStore(dict):
@@ -56,20 +56,8 @@ def run_batches(
                 metas.pop(b, None)
             else:
                 metas[b] = pack_blob(bucket.meta())
-            cols = ["kind", "query", "match", "confidence", "start", "end", "ret", "vkey"]
-            cols += list(ORDER[:2]) + ["qidx", "emit_idx", "gkey"]
-            got = [dict(zip(cols, r[: len(cols)], strict=True)) for r in out if r[0] == "record"]
+            got = [dict(zip(OUT_COLUMNS, r, strict=True)) for r in out if r[0] == "record"]
             got.sort(key=lambda r: tuple(r[c] for c in ORDER))
-            records.extend(
-                {
-                    "query": r["query"],
-                    "match": json.loads(r["match"]),
-                    "confidence": r["confidence"],
-                    "start": r["start"],
-                    "end": r["end"],
-                    "return": json.loads(r["ret"]),
-                }
-                for r in got
-            )
+            records.extend(_record(r) for r in got)
             dead.extend(r for r in out if r[0] == "dead")
     return records, dead
