@@ -198,7 +198,7 @@ class Store:
                 db.executemany(
                     'INSERT OR IGNORE INTO matches (id, query, pack, confidence, start, "end", record, emitted_at,'
                     " instance, extends) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    batch.matches,
+                    [m if len(m) == 10 else (*m, None) for m in batch.matches],  # rows written before extends
                 )
                 crash_point("checkpoint", "after matches")
             new_alerts = 0

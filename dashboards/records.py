@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from contracts.records import follow_chain, merge_chain
 from contracts.records import record_id as contract_record_id
 
 MATCH_COLUMNS = [
@@ -30,6 +31,7 @@ MATCH_COLUMNS = [
     "match",
     "return",
     "source",
+    "extends",
 ]
 EVENT_COLUMNS = ["id", "type", "ts", "lo", "hi", "job_id", "task_id", "host"]
 #: Prefix of the flattened RETURN values (``r_period``, ``r_queued``...): a RETURN name may clash with a record field.
@@ -120,10 +122,34 @@ def match_row(record: Mapping[str, Any], source: str, rid: str | None = None) ->
         "match": dict(match),
         "return": dict(returned),
         "source": source,
+        "extends": _str(record.get("extends")),  # a growing run's increment (semantics section 5): see whole_row
     }
     for name, value in returned.items():
         row[RETURN_PREFIX + str(name)] = value
     return row
+
+
+def whole_row(frame: pd.DataFrame, row: Mapping[str, Any]) -> dict[str, Any]:
+    """``row`` (of :func:`matches_frame`) with its whole signature: a growing run's increment lists only the events
+    since the run's previous record, which it names in ``extends``; the chain is followed through ``frame`` (the
+    rows of the same query).  Adds ``chain`` (records followed) and ``chain_complete`` (False: a link is not in the
+    data)."""
+    out = dict(row)
+    if not _str(row.get("extends")):
+        out["chain"], out["chain_complete"] = 1, True
+        return out
+    mine = frame[frame["query"] == row.get("query")]
+    by_id = {
+        str(r["id"]): {"query": r["query"], "match": r["match"], "extends": _str(r.get("extends"))}
+        for r in mine[["id", "query", "match", "extends"]].to_dict("records")
+    }
+    start = {"query": row.get("query"), "match": row.get("match") or {}, "extends": row.get("extends")}
+    chain, complete = follow_chain(start, by_id.get)
+    whole = merge_chain(chain)
+    out["match"] = whole
+    out["events"] = [str(i) for var in whole for i in whole[var]]
+    out["chain"], out["chain_complete"] = len(chain), complete
+    return out
 
 
 def _str(value: Any) -> str | None:

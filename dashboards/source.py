@@ -332,7 +332,10 @@ class DashboardData:
                     for r in mine.to_dict("records")
                 ]
                 hit = mine[[i == record_id for i in ids]]
-        return hit.iloc[-1].to_dict() if not hit.empty else None
+        if hit.empty:
+            return None
+        # A growing run's record lists only what it adds: the evidence is its chain's whole signature.
+        return records.whole_row(frame, hit.iloc[-1].to_dict())
 
     def acknowledge(self, alert_ids: Collection[str], by: str = "operator", note: str = "") -> int:
         """Acknowledge alerts by fingerprint (the ``alert_id`` column)."""

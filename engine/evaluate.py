@@ -426,15 +426,19 @@ class PackRunner:
 # ------------------------------------------------------------------------------------------------ finite streams
 
 
-def match_events(queries: CompiledQuery | list[CompiledQuery], events: Iterable[Event]) -> list[Record]:
+def match_events(
+    queries: CompiledQuery | list[CompiledQuery], events: Iterable[Event], *, increments: bool = False
+) -> list[Record]:
     """Match a finite stream: sort it, feed every query, return all records in order of completion.
 
-    With several queries, the records of one event come in the order the queries were given.
+    With several queries, the records of one event come in the order the queries were given.  ``increments``:
+    growing runs written as chains (:func:`write_increments`), as ``hcep match`` writes them.
     """
     cqs = [queries] if isinstance(queries, CompiledQuery) else list(queries)
     ordered = sort_events(events)
     widest = max((e.thi - e.tlo for e in ordered), default=0)
     matchers = [make_matcher(cq, widest) for cq in cqs]
+    write_increments(matchers, increments)
     out: list[Record] = []
     for ev in ordered:
         for m in matchers:

@@ -78,7 +78,7 @@ def _run_files(args: argparse.Namespace) -> int:
                     f"{label}:{lineno}: invalid {'record' if is_match_record(obj) else 'event'}: {err}"
                 ) from None
         if compiled:
-            writer.add_matches(match_events(compiled, events))
+            writer.add_matches(match_events(compiled, events, increments=True))  # as hcep match writes them
     if bar is not None:
         bar.close()
     print(

@@ -89,6 +89,9 @@ class ArchiveBackend:
                     "start": r["start"],
                     "end": r["end"],
                 }
+                for key in ("id", "extends"):  # a growing run's increments (archives before them lack the columns)
+                    if isinstance(r.get(key), str):
+                        record[key] = r[key]
             except (KeyError, TypeError, ValueError):
                 continue
             row = records.match_row(record, "archive")

@@ -134,3 +134,43 @@ def test_match_record_keeps_id_and_extends() -> None:
 def test_golden_trace_is_there() -> None:
     with gzip.open(INPUTS["simulated"], "rt") as f:
         assert '"DataIO"' in f.read(200_000)
+
+
+def test_a_store_from_before_increments_migrates_and_reads(tmp_path: Path) -> None:
+    """A version-2 store (whole Q4 records, no ``extends`` column) opens as version 3 with its rows; the reader gives
+    its records as they were, and the chains written after it are followed."""
+    import sqlite3
+
+    from app.store import Batch, Store
+    from contracts.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION, MatchRow
+    from contracts.store import StoreReader
+
+    full = _records(INPUTS["sample"], "--full-matches")
+    inc = _records(INPUTS["sample"])
+    path = tmp_path / "hcep.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA)
+    for table, column, kind in MIGRATIONS[1]:
+        db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+    db.execute("PRAGMA user_version = 2")
+    old = full[-1]
+    db.execute(
+        'INSERT INTO matches (id, query, pack, confidence, start, "end", record, emitted_at, instance)'
+        " VALUES (?, ?, 'hadoop', 1.0, ?, ?, ?, 1.0, 'i')",
+        (record_id(old), "Q4", old["start"], old["end"], json.dumps(old)),
+    )
+    db.commit()
+    db.close()
+    assert StoreReader(path).schema_version() == 2
+    store = Store(str(path))  # opening migrates
+    assert store.schema_version() == SCHEMA_VERSION >= 3
+    rows = [MatchRow.of(MatchRecord.from_dict(r), record_id(r), "hadoop", 2.0, "i") for r in inc]
+    store.commit(Batch(matches=rows, alerts=[], deadletters=[], offsets=[], checkpoint=None))
+    store.close()
+    reader = StoreReader(path)
+    assert reader.whole_record(record_id(old)) == (old, True)  # the old row, whole as it was written
+    got = reader.whole_record(inc[-1]["id"])
+    assert got is not None and got[1]
+    assert sorted(got[0]["match"]["b"]) == sorted(full[-1]["match"]["b"]) and "id" not in got[0]
+    extends = {r[0] for r in sqlite3.connect(path).execute("SELECT extends FROM matches")}
+    assert None in extends and inc[-1]["extends"] in extends

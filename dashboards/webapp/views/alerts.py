@@ -196,6 +196,9 @@ def evidence(ctx: ui.Context, row: dict[str, Any]) -> None:
         st.caption("The match record itself is not in the data sources (the store or the data dir's match files).")
     else:
         st.markdown(f"The match record (from {record['source']}):")
+        if record.get("chain", 1) > 1:  # a growing run's increments: the whole signature is the chain's
+            whole = "its whole signature" if record.get("chain_complete") else "as much of it as the data holds"
+            st.caption(f"A growing run's record: {whole}, rebuilt from a chain of {record['chain']} records.")
         st.code(
             json.dumps(
                 {
