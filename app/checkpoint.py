@@ -30,7 +30,8 @@ events after K are read from the same offsets as before.  Hence the outputs afte
 would have produced after K; the outputs up to K were committed by the checkpoint (discarded on replay, so the
 truncated history cannot create a record the first run did not have).  Outputs the killed process produced after K
 were never committed, hence never sent.  Committed alerts are sent from the outbox until a receiver acknowledges
-them (at least once per receiver call, with a per-alert idempotency key for receivers that retry-deduplicate).
+them (at least once per receiver call; each entry carries its transition id, and a re-sent POST the same entries
+under the same ``Idempotency-Key``, so a receiver that drops repeats gets each transition exactly once).
 
 **Ids.**  :func:`record_id` is a hash of the query and the signature (the event ids bound to each variable; for
 ``distinct`` output the RETURN value, which is what that mode makes unique).  Rows are inserted with

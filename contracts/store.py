@@ -31,7 +31,7 @@ class AlertTransition:
     """One row of the store's ``alerts`` table: the transition and what the outbox knows of its delivery."""
 
     seq: int  #: the row's position (SQLite ``rowid``): later transitions have larger ones
-    id: str  #: the transition id (``Alert.transition_id``), the outbox's idempotency key
+    id: str  #: the transition id (``Alert.transition_id``; entries carry it in ``annotations.transition_id``)
     alert: Alert
     delivery: str  #: the outbox status: ``pending``, ``delivered`` or ``unrouted`` (no webhook configured)
     webhook: str
