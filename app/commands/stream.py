@@ -224,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         with spark_session(master, app_name="hcep-stream", conf=session_conf(master)) as spark:
+            print(f"hcep stream: SparkSession up at {time.time():.3f} ({master})", file=sys.stderr, flush=True)
             try:
                 run_job(spark, plan, sink, opts)
             except PlanMismatch as err:
