@@ -1,10 +1,12 @@
 """``hcep collect spark LOGDIR``: Spark event logs -> hcep events as JSON lines (the Spark vocabulary).
 
 LOGDIR is ``spark.eventLog.dir`` (single-file and rolling logs, any codec Spark writes), one rolling log's directory
-or one log file.  Without ``--follow`` every log is read once to its current end and the events are written sorted
-by time.  With ``--follow`` every log (and each new one) is tailed until its application stops: only complete lines
-are read, the rename of ``.inprogress`` is followed, and what was consumed is committed to ``--state`` after each
-flushed batch, so a restart neither loses nor repeats events.  A summary line goes to stderr.
+or one log file; or, with ``--history-server URL``, every application a running Spark History Server lists (its event
+logs fetched through its REST API: the same events).  What is not read is named on stderr (``--strict``: exit 2).
+Without ``--follow`` every log is read once to its current end and the events are written sorted by time.  With
+``--follow`` every log (and each new one) is tailed until its application stops: only complete lines are read, the
+rename of ``.inprogress`` is followed, and what was consumed is committed to ``--state`` after each flushed batch, so
+a restart neither loses nor repeats events.  A summary line goes to stderr.
 
 With ``--bootstrap HOST:PORT`` (or ``--kafka``) the events go to the topic ``hcep.events.spark`` (``--topic``), keyed
 by ``app_id`` so that an application's events stay in one partition, in the log's order; each batch is acknowledged
@@ -30,8 +32,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "logdir",
         metavar="LOGDIR",
+        nargs="?",
         help="Spark's event-log directory (spark.eventLog.dir), one "
         "rolling log's eventlog_v2_* directory, or one event-log file",
+    )
+    parser.add_argument(
+        "--history-server",
+        metavar="URL",
+        help="instead of LOGDIR: every application a running Spark History Server lists (http://host:18080), its "
+        "event logs fetched through the REST API (/api/v1/applications/ID/logs): the same events as from its log dir",
     )
     parser.add_argument(
         "--follow",
@@ -85,14 +94,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.publish import PublishError
-    from collectors.hadoop.deadletter import DeadLetterSink
-
     if args.kafka is None and args.topic is not None:
         raise CommandError("collect spark: --topic needs --bootstrap")
     if args.state and not args.follow:
         raise CommandError("collect spark: --state needs --follow")
+    if args.history_server is not None:
+        if args.logdir is not None:
+            raise CommandError("collect spark: give LOGDIR or --history-server, not both")
+        if args.follow:
+            raise CommandError("collect spark: --follow reads a log directory, not --history-server")
+        if not args.history_server.startswith(("http://", "https://")):
+            raise CommandError(f"collect spark: --history-server must be an http(s) URL, got {args.history_server}")
+    elif args.logdir is None:
+        raise CommandError("collect spark: give LOGDIR (Spark's event-log directory) or --history-server URL")
     root = args.logdir
+    if root is None:
+        return _run_output(args, None)
     if not os.path.exists(root):
         raise CommandError(f"collect spark: no such directory: {root}")
     if not os.access(root, os.R_OK | (os.X_OK if os.path.isdir(root) else 0)):
@@ -106,10 +123,18 @@ def run(args: argparse.Namespace) -> int:
             os.listdir(root)
     except OSError as err:
         raise CommandError(f"collect spark: cannot read {root}: {err.strerror}") from None
+    return _run_output(args, root)
+
+
+def _run_output(args: argparse.Namespace, root: str | None) -> int:
+    from app.publish import PublishError
+    from collectors.hadoop.deadletter import DeadLetterSink
+
     follower = None
     if args.follow:
         from collectors.spark.collect import Follower
 
+        assert root is not None  # run() refuses --follow with --history-server
         try:
             follower = Follower(root, delta=args.delta, state_path=args.state)
         except ValueError as err:
@@ -161,22 +186,30 @@ def _batch(args: argparse.Namespace, deadletter: Any, out: IO[str] | None, publi
     from collectors.spark.collect import Summary, collect, log_size
 
     summary = Summary()
-    total = sum(log_size(log) for log in layout.discover(args.logdir))
+    remote = args.history_server is not None
+    total = 0 if remote else sum(log_size(log) for log in layout.discover(args.logdir))
     show = args.progress if args.progress is not None else (total > 16 * 1024 * 1024 and sys.stderr.isatty())
     bar = None
     if show:
         from tqdm import tqdm
 
-        bar = tqdm(total=total, unit="B", unit_scale=True, desc="collect spark", file=sys.stderr, leave=False)
+        bar = tqdm(total=total or None, unit="B", unit_scale=True, desc="collect spark", file=sys.stderr, leave=False)
+    on_bytes = bar.update if bar is not None else None
+    unreachable: tuple[type[Exception], ...] = ()
     try:
-        events = collect(
-            args.logdir,
-            delta=args.delta,
-            deadletter=deadletter,
-            summary=summary,
-            on_bytes=bar.update if bar is not None else None,
-        )
+        if remote:
+            from collectors.spark.history import HistoryServerError, collect_history
+
+            unreachable = (HistoryServerError,)
+            events = collect_history(
+                args.history_server, delta=args.delta, deadletter=deadletter, summary=summary, on_bytes=on_bytes
+            )
+        else:
+            events = collect(args.logdir, delta=args.delta, deadletter=deadletter, summary=summary, on_bytes=on_bytes)
+        # sorting reads every event before the first is written: an unreachable History Server writes nothing
         kafka_out.emit_sorted(sorted_events(events), out, publisher)
+    except unreachable as err:
+        raise CommandError(f"collect spark: {err}") from None
     finally:
         if bar is not None:
             bar.close()
@@ -194,7 +227,9 @@ def _print_report(args: argparse.Namespace, summary: Any) -> None:
 
     paths = summary.skipped_paths
     for path in paths[:NAMED_UNREAD]:
-        print(f"collect spark: not read: {path}: {unread_reason(path)}", file=sys.stderr)
+        # a History Server's entries already say why (their files are gone with the temporary directory)
+        why = f": {unread_reason(path)}" if os.path.lexists(path) else ""
+        print(f"collect spark: not read: {path}{why}", file=sys.stderr)
     if len(paths) > NAMED_UNREAD:
         print(f"collect spark: not read: {len(paths) - NAMED_UNREAD} more", file=sys.stderr)
     print(summary.line(args.deadletter), file=sys.stderr)

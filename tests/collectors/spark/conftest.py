@@ -13,6 +13,8 @@ import pytest
 from collectors.hadoop.deadletter import DeadLetterSink
 from collectors.spark.collect import Summary, collect
 
+pytest.register_assert_rewrite("tests.collectors.spark.history")
+
 DATA = Path(__file__).parent / "data"
 LOGS = DATA / "eventlogs"
 
@@ -71,3 +73,24 @@ def check_against_spark(events: list[dict[str, Any]], app_id: str, counted: dict
     for event in mine:
         if "stage_id" in event:  # no stage, and no attempt, that Spark did not run
             assert event["stage_id"] in stages and event["stage_attempt"] <= stages[event["stage_id"]]["attempt"]
+
+
+@pytest.fixture(scope="session")
+def history_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """ONE Spark History Server per test run (``deploy/spark/history-start.sh``, loopback, a free port) over one
+    directory holding a copy of every local and third-party fixture log (it reads one ``logDirectory``); tests may
+    copy more logs in (it rescans every second).  Stopped at the end of the session."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("no java: Spark's History Server needs a JDK")
+    from tests.collectors.spark.history import gather_logs, start_history_server
+
+    root = tmp_path_factory.mktemp("spark-history")
+    logs = root / "logs"
+    copies = gather_logs(logs)
+    server = start_history_server(logs, root / "run")
+    server.copies = copies
+    try:
+        yield server
+    finally:
+        server.stop()
