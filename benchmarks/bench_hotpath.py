@@ -195,16 +195,22 @@ def bare_decode(path: Path) -> float:
     return time.process_time() - t0
 
 
-def match_file(path: Path, row: str) -> tuple[float, int, int]:
+def match_file(
+    path: Path, row: str, pack_file: Path | None = None, full: bool = False, write: bool = False
+) -> tuple[float, int, int]:
     """What ``hcep match FILE --pack queries/hadoop.yaml [--query Q]`` does but writing: read, match, every record
-    built.  Returns (CPU seconds, events, records)."""
+    built (``write``: and turned into its JSON line, as the command writes it, to nowhere).  Growing runs are written
+    as increments (semantics section 5), as ``hcep match`` writes them; ``full``: whole signatures
+    (``--full-matches``).  Returns (CPU seconds, events, records)."""
+    import json
+
     from app.commands import match as cmd
     from engine.evaluate import StreamedMatch
     from engine.language.packs import load_pack
     from engine.plan.compiler import compile_spec
 
     t0 = time.process_time()
-    pack = load_pack(PACK_FILE)
+    pack = load_pack(pack_file or PACK_FILE)
     if row == "pack" or row.startswith("pack-"):  # the whole pack, or without the queries named after "-"
         left_out = set(row.split("-")[1:])
         specs = [q for q in pack.queries if q.enabled and q.name not in left_out]
@@ -218,13 +224,18 @@ def match_file(path: Path, row: str) -> tuple[float, int, int]:
         events = cmd.read_events(path, float(pack.tick), cmd.DEFAULT_MAX_DELTA)
     frozen = getattr(cmd, "frozen", None)
     records = 0
+    dumps = json.dumps
     with frozen() if frozen is not None else contextlib.nullcontext():
-        for _ in StreamedMatch(cqs, events):
+        for record in StreamedMatch(cqs, events, increments=not full):
             records += 1
+            if write:
+                dumps(record)
     return time.process_time() - t0, len(events), records
 
 
-def pack_worker(path: Path, row: str, repeat: int) -> dict[str, Any]:
+def pack_worker(
+    path: Path, row: str, repeat: int, pack_file: Path | None = None, full: bool = False, write: bool = False
+) -> dict[str, Any]:
     """One row, in this (fresh) process: ``repeat`` interleaved runs of the bare decode and of ``match_file``."""
     import gc
     import resource
@@ -237,7 +248,7 @@ def pack_worker(path: Path, row: str, repeat: int) -> dict[str, Any]:
         gc.collect()
         bare.append(bare_decode(path))
         gc.collect()
-        cpu, events, records = match_file(path, row)
+        cpu, events, records = match_file(path, row, pack_file, full, write)
         e2e.append(cpu)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"row": row, "bare": bare, "e2e": e2e, "events": events, "records": records, "rss0": rss0, "peak": peak}
@@ -254,11 +265,17 @@ def run_pack_rows(args: argparse.Namespace) -> None:
         lines = sum(1 for line in f if line.strip())
     rows_wanted = args.rows.split(",") if args.rows else list(PACK_ROWS)
     print(f"input: {path} ({lines:,} events, {path.stat().st_size / 2**20:.0f} MiB); median of {args.repeat} runs")
+    mode = "whole signatures (--full-matches)" if args.full_matches else "growing runs as increments"
+    print(f"pack: {args.pack_file or PACK_FILE}; {mode}; records {'written as JSON' if args.write else 'built'}")
     table: list[list[str]] = []
     for row in rows_wanted:
         cmd = [sys.executable, "-m", "benchmarks.bench_hotpath", "--pack-worker", row]
         cmd += ["--events-file", str(path.resolve())]
         cmd += ["--repeat", str(args.repeat)]
+        if args.pack_file:
+            cmd += ["--pack-file", str(Path(args.pack_file).resolve())]
+        cmd += ["--full-matches"] if args.full_matches else []
+        cmd += ["--write"] if args.write else []
         load = os.getloadavg()[0]
         done = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=PACK_FILE.parents[1])
         r = json.loads(done.stdout.strip().splitlines()[-1])
@@ -301,10 +318,10 @@ def run_pack_rows(args: argparse.Namespace) -> None:
         plain=args.plain,
     )
     if args.profile:
-        pack_profile(path, args.top)
+        pack_profile(path, args.top, _pack_file(args), args.full_matches, args.write)
 
 
-def pack_profile(path: Path, top: int) -> None:
+def pack_profile(path: Path, top: int, pack_file: Path | None = None, full: bool = False, write: bool = False) -> None:
     """cProfile over the whole pack end to end: the top functions by own time."""
     import cProfile
     import io
@@ -312,7 +329,7 @@ def pack_profile(path: Path, top: int) -> None:
 
     prof = cProfile.Profile()
     prof.enable()
-    cpu, n, _ = match_file(path, "pack")
+    cpu, n, _ = match_file(path, "pack", pack_file, full, write)
     prof.disable()
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
@@ -345,6 +362,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--nodes", type=int, default=200, help="--pack: simulated nodes (200)")
     ap.add_argument("--hours", type=float, default=1.0, help="--pack: simulated hours (1)")
     ap.add_argument("--sim-seed", type=int, default=7, help="--pack: simulator seed (7)")
+    ap.add_argument("--pack-file", help="--pack: this pack instead of queries/hadoop.yaml (e.g. an older one)")
+    ap.add_argument("--full-matches", action="store_true", help="--pack: growing runs as whole signatures (quadratic)")
+    ap.add_argument("--write", action="store_true", help="--pack: also turn each record into its JSON line")
     ap.add_argument("--pack-worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.events = args.events or (20_000 if args.quick else 1_000_000)
@@ -354,13 +374,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _pack_file(args: argparse.Namespace) -> Path | None:
+    return Path(args.pack_file).resolve() if args.pack_file else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the hot-path benchmark; print the table (and the profile); return the exit status."""
     args = parse_args(argv)
     if args.pack_worker:
         import json
 
-        r = pack_worker(Path(args.events_file).resolve(), args.pack_worker, args.repeat)
+        r = pack_worker(
+            Path(args.events_file).resolve(),
+            args.pack_worker,
+            args.repeat,
+            _pack_file(args),
+            args.full_matches,
+            args.write,
+        )
         print(json.dumps(r))
         return 0
     if args.pack:
