@@ -173,6 +173,6 @@ def analyze_history(
     """One dict per (job, heuristic) for every job history file below ``hadoop_dir``:
     ``{"job_id", "heuristic", "severity", "score", "finished", "submitted", "details"}``, times in epoch seconds.
 
-    By default the heuristics SPEC 9 scores (``SPEC9_HEURISTICS``); ``heuristics=None`` runs every ported one (adds
-    Mapper/Reducer Memory and Exception, which flags every FAILED job MODERATE)."""
+    By default the heuristics docs/semantics.md section 9 scores (``SPEC9_HEURISTICS``); ``heuristics=None``
+    runs every ported one (adds Mapper/Reducer Memory and Exception, which flags every FAILED job MODERATE)."""
     return scan_history(hadoop_dir, heuristics=heuristics, hdfs_block_size=hdfs_block_size).results
