@@ -21,6 +21,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _quote  # what json.dumps quotes a str with (ensure_ascii)
 from typing import Any
 
 
@@ -77,13 +78,29 @@ def record_id(record: Mapping[str, Any] | MatchRecord, output: str = "all") -> s
     parent = obj.get("extends")
     if output == "distinct":
         body: Any = [obj["query"], "return", obj.get("return", {})]
-    elif isinstance(parent, str):  # an increment: its parent's id and what it adds (see increments below)
-        match = obj.get("match", {})
-        body = [obj["query"], "extends", parent, {var: sorted(ids) for var, ids in match.items()}]
     else:
         match = obj.get("match", {})
-        body = [obj["query"], "match", {var: sorted(ids) for var, ids in match.items()}]
+        fast = signature_id(obj["query"], match, parent if isinstance(parent, str) else None)
+        if fast is not None:
+            return fast
+        if isinstance(parent, str):  # an increment: its parent's id and what it adds (see increments below)
+            body = [obj["query"], "extends", parent, {var: sorted(ids) for var, ids in match.items()}]
+        else:
+            body = [obj["query"], "match", {var: sorted(ids) for var, ids in match.items()}]
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def signature_id(query: Any, match: Any, parent: str | None = None) -> str | None:
+    """:func:`record_id` of a signature whose query, variables and ids are all strings (the usual case), built as
+    the same JSON text without ``json.dumps``'s generic walk (a growing run writes a record per event); None for
+    anything else (:func:`record_id` then takes the general way)."""
+    try:
+        parts = [_quote(var) + ":[" + ",".join(map(_quote, sorted(match[var]))) + "]" for var in sorted(match)]
+        head = "[" + _quote(query) + (',"extends",' + _quote(parent) if parent is not None else ',"match"')
+    except (TypeError, AttributeError):  # a value that is not a str (json.dumps would take it with default=str)
+        return None
+    text = head + ",{" + ",".join(parts) + "}]"
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -174,3 +174,19 @@ def test_a_store_from_before_increments_migrates_and_reads(tmp_path: Path) -> No
     assert sorted(got[0]["match"]["b"]) == sorted(full[-1]["match"]["b"]) and "id" not in got[0]
     extends = {r[0] for r in sqlite3.connect(path).execute("SELECT extends FROM matches")}
     assert None in extends and inc[-1]["extends"] in extends
+
+
+def test_signature_id_is_record_ids_json() -> None:
+    """The fast id (strings only) hashes exactly the JSON text ``record_id`` always hashed."""
+    import hashlib
+
+    odd = ["é", 'q"uote', "back\\slash", "10", "9", "\u2028", "tab\t", ""]
+    for parent in (None, "p"):
+        match = {"z": odd[:3], "a": odd[3:], "b": ["x"]}
+        body = ["Q", "extends", parent] if parent else ["Q", "match"]
+        body.append({v: sorted(ids) for v, ids in match.items()})
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+        want = hashlib.sha256(text.encode()).hexdigest()
+        rec = {"query": "Q", "match": match} | ({"extends": parent} if parent else {})
+        assert record_id(rec) == want
+    assert record_id({"query": "Q", "match": {"a": [3]}})  # not a string: the general way
