@@ -36,6 +36,8 @@ def test_help_names_every_option(capsys: pytest.CaptureFixture[str]) -> None:
         "--poll",
         "--pack",
         "--progress",
+        "--history-server",
+        "--strict",
     ):
         assert option in text, option
 

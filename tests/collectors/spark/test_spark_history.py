@@ -95,8 +95,11 @@ def test_this_runs_spark_session_agrees(spark: Any, spark_event_dir: Path, histo
     def boom(_: Any) -> Any:
         raise ValueError("planted failure for the History Server comparison")
 
-    with pytest.raises(Exception, match="planted failure"):
-        sc.parallelize(range(4), 2).map(boom).count()
+    try:
+        with pytest.raises(Exception, match="planted failure"):
+            sc.parallelize(range(4), 2).map(boom).count()
+    finally:
+        sc.setJobGroup("", "")
     planted.drain(spark)
     (log,) = [p for p in spark_event_dir.iterdir() if p.name.startswith("local-")]
     copy = history_server.logdir / log.name
