@@ -8,10 +8,14 @@ The lines used (Hadoop 2.x/3.x ``JobImpl``, ``TaskAttemptImpl``, ``TaskImpl``, `
     ... JobImpl: job_XJob Transitioned from INITED to SETUP                 -> launch (JobStart's ts)
     ... JobHistoryEventHandler: Event Writer setup for JobId: job_X, File: hdfs://.../staging/<user>/.staging/...
     ... TaskAttemptImpl: TaskAttempt: [attempt_X] using containerId: [container_Y on NM: [host:45454]
-    ... TaskAttemptImpl: attempt_X TaskAttempt Transitioned from ASSIGNED to RUNNING   -> attempt start (ReducerStart)
+    ... TaskAttemptImpl: attempt_X TaskAttempt Transitioned from ASSIGNED to RUNNING   -> MapStart / ReducerStart
     ... TaskAttemptImpl: attempt_X TaskAttempt Transitioned from SUCCESS_CONTAINER_CLEANUP to SUCCEEDED
     ... TaskImpl: Scheduling a redundant attempt for task task_X            -> the next attempt is speculative
     ... JobImpl: job_XJob Transitioned from COMMITTING to SUCCEEDED         -> JobEnd
+    ... JobImpl: Input size for job job_X = 1256521728. Number of splits = 10 -> JobInput (the mean split)
+    ... RMContainerAllocator: Reduce slow start threshold reached. Scheduling reduces.   -> ReduceSlowstart
+    ... RMContainerAllocator: After Scheduling: PendingReds:1 ScheduledMaps:0 ScheduledReds:0 AssignedMaps:4 ...
+                                                                            -> SchedulerStats (containers wanted/got)
 
 The AM log names the user only in staging paths that come after the launch, so JobStart (stamped with the launch time)
 is emitted once the user is known, at the first running attempt, or at the job's end, whichever comes first.  An
@@ -38,6 +42,19 @@ _REDUNDANT = re.compile(r"^Scheduling a redundant attempt for task (task_\w+)$")
 _REDUCES = re.compile(r"^Number of reduces for job (job_\w+) = (\d+)$")
 _INPUT = re.compile(r"^Input size for job (job_\w+) = (\d+)\. Number of splits = (\d+)$")
 _QUEUE = re.compile(r"^queue: (\S+)$")
+_SLOWSTART = "Reduce slow start threshold reached. Scheduling reduces."
+_STATS = re.compile(r"^(Before|After) Scheduling: ((?:\w+:-?\d+\s*)+)$")
+_STAT_NAMES = {
+    "PendingReds": "pending_reds",
+    "ScheduledMaps": "scheduled_maps",
+    "ScheduledReds": "scheduled_reds",
+    "AssignedMaps": "assigned_maps",
+    "AssignedReds": "assigned_reds",
+    "CompletedMaps": "completed_maps",
+    "CompletedReds": "completed_reds",
+    "ContAlloc": "containers_allocated",
+    "ContRel": "containers_released",
+}
 _STAGING_USER = re.compile(r"/(?:user|staging)/([^/\s]+)/\.staging/")
 
 _END_STATES = {"SUCCEEDED", "FAILED", "KILLED", "ERROR"}
@@ -49,6 +66,7 @@ class _Attempt:
     host: str = ""
     start: float | None = None
     speculative: bool = False
+    container: str = ""
 
 
 @dataclass
@@ -99,7 +117,8 @@ class AmLogParser(Log4jParser):
             m = _CONTAINER.match(msg)
             if m is None:
                 return self.bad(lineno, "malformed container assignment", line)
-            self._attempt(m.group(1)).host = m.group(3)
+            att = self._attempt(m.group(1))
+            att.host, att.container = m.group(3), m.group(2)
             self.used()
             return []
         if "redundant attempt for task" in msg:
@@ -122,7 +141,25 @@ class AmLogParser(Log4jParser):
                 return self.bad(lineno, "malformed input size line", line)
             self._job(m.group(1)).maps = int(m.group(3))
             self.used()
-            return []
+            return [
+                E.fact(
+                    "JobInput",
+                    rec.ts,
+                    self.ctx.eid(f"line {lineno}"),
+                    delta=self.ctx.delta,
+                    job_id=m.group(1),
+                    input_bytes=int(m.group(2)),
+                    splits=int(m.group(3)),
+                )
+            ]
+        if "Scheduling: " in msg:
+            return self._stats(rec.ts, msg, line, lineno)
+        if msg == _SLOWSTART:
+            job = self._current_job()
+            if job is None:
+                return []
+            self.used()
+            return [E.fact("ReduceSlowstart", rec.ts, self.ctx.eid(f"line {lineno}"), delta=self.ctx.delta, job_id=job)]
         if msg.startswith("queue: "):
             m = _QUEUE.match(msg)
             if m is not None:
@@ -136,6 +173,27 @@ class AmLogParser(Log4jParser):
                 self.used()
                 return self._flush_starts(lineno)
         return []
+
+    def _current_job(self) -> str | None:
+        """The job this AM runs (an AM log holds one job; the latest named if several)."""
+        return next(reversed(self.jobs), None) if self.jobs else None
+
+    def _stats(self, ts: float, msg: str, line: str, lineno: int) -> list[E.Event]:
+        """RMContainerAllocator's ScheduleStats line, logged when the numbers change: the reducers waiting for
+        containers (pending, scheduled) against those assigned, beside the maps completed."""
+        m = _STATS.match(msg)
+        if m is None:
+            return self.bad(lineno, "malformed scheduling stats line", line)
+        job = self._current_job()
+        if job is None:
+            return []
+        self.used()
+        values: dict[str, object] = {"job_id": job, "phase": m.group(1).lower()}
+        for item in m.group(2).split():
+            name, _, number = item.partition(":")
+            if name in _STAT_NAMES:
+                values[_STAT_NAMES[name]] = int(number)
+        return [E.fact("SchedulerStats", ts, self.ctx.eid(f"line {lineno}"), delta=self.ctx.delta, **values)]
 
     def _attempt(self, attempt_id: str) -> _Attempt:
         att = self.attempts.get(attempt_id)
@@ -209,11 +267,27 @@ class AmLogParser(Log4jParser):
         self.used()
         att = self._attempt(attempt_id)
         kind = parsed[2]
-        extra = {"speculative": True} if att.speculative else {}
+        extra: dict[str, object] = {"speculative": True} if att.speculative else {}
+        if att.container:
+            extra["container_id"] = att.container
         out: list[E.Event] = []
         if dst == "RUNNING" and att.start is None:
             out.extend(self._flush_starts(lineno))
             att.start = ts
+            if kind == "m":
+                out.append(
+                    E.fact(
+                        "MapStart",
+                        ts,
+                        self.ctx.eid(f"line {lineno}"),
+                        delta=self.ctx.delta,
+                        job_id=parsed[0],
+                        task_id=parsed[1],
+                        attempt_id=attempt_id,
+                        host=att.host,
+                        **extra,
+                    )
+                )
             if kind == "r":
                 out.append(
                     E.reducer_edge(

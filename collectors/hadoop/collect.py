@@ -2,7 +2,8 @@
 
 Kinds are told apart by name and content: ``*.jhist`` or an ``Avro-Json``/``Avro-Binary`` first line is job history;
 a syslog that mentions ``MRAppMaster`` is an ApplicationMaster log; one with shuffle classes (``EventFetcher``,
-``Fetcher``, ``ShuffleSchedulerImpl``, ``ReduceTask``) is a reduce task log.  Other files are skipped.
+``Fetcher``, ``ShuffleSchedulerImpl``, ``ReduceTask``) is a reduce task log; one with ``MapTask: Processing split`` a
+map task log (its container is its directory's name).  Other files are skipped.
 
 A job seen through both its history file and its AM log yields the same facts twice; history files are read first
 and the later copy is dropped (:func:`collectors.hadoop.events.semantic_key`), because they carry exact times, user,
@@ -25,14 +26,15 @@ from collectors.hadoop.common import Context, LineParser, ParseStats, read_lines
 from collectors.hadoop.deadletter import DeadLetterSink
 from collectors.hadoop.events import DEFAULT_DELTA, Event, semantic_key
 from collectors.hadoop.jhist import HEADER_BINARY, HEADER_JSON, JhistJsonParser, parse_jhist, sniff_header
-from collectors.hadoop.tasklog import ReduceLogParser
+from collectors.hadoop.tasklog import MapLogParser, ReduceLogParser, container_of
 
-KINDS = ("jhist", "am", "reduce")
+KINDS = ("jhist", "am", "reduce", "map")
 _ORDER = {kind: i for i, kind in enumerate(KINDS)}
 _SNIFF_BYTES = 128 * 1024
 _SKIP_SUFFIXES = ("_tmp", ".xml", ".summary", ".gz", ".crc", ".swp", ".jsonl", ".json")
 _AM_MARKERS = ("MRAppMaster", "mapreduce.v2.app.")
 _REDUCE_MARKERS = ("EventFetcher", "task.reduce.", "ShuffleSchedulerImpl", "mapred.ReduceTask", "reduce.Fetcher")
+_MAP_MARKERS = ("mapred.MapTask: Processing split", "MapTask metrics system started")
 
 
 def sniff(path: str) -> str | None:
@@ -51,6 +53,8 @@ def sniff(path: str) -> str | None:
         return "am"
     if any(marker in head for marker in _REDUCE_MARKERS):
         return "reduce"
+    if any(marker in head for marker in _MAP_MARKERS):
+        return "map"
     return None
 
 
@@ -62,6 +66,8 @@ def line_parser(kind: str, ctx: Context) -> LineParser:
         return AmLogParser(ctx)
     if kind == "reduce":
         return ReduceLogParser(ctx)
+    if kind == "map":
+        return MapLogParser(ctx, container_of(ctx.source))
     raise ValueError(f"unknown kind {kind!r}")
 
 

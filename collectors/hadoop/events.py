@@ -20,6 +20,7 @@ Event = dict[str, Any]
 
 _ATTEMPT_RE = re.compile(r"^attempt_(\w+?)_(\d+)_([mr])_(\d+)_(\d+)$")
 _TASK_RE = re.compile(r"^task_(\w+?)_(\d+)_([mr])_(\d+)$")
+_CONTAINER_RE = re.compile(r"^container_(?:e\d+_)?(\d+)_(\d+)_\d+_\d+$")
 
 
 def event_id(source: str, location: str, index: int = 0) -> str:
@@ -176,12 +177,27 @@ def data_io(
     return ev
 
 
+def fact(etype: str, ts: float, eid: str, *, delta: float = DEFAULT_DELTA, **attrs: Any) -> Event:
+    """Any other Hadoop event of the vocabulary (MapStart, MapSplit, FetchStart, FetchFailed, ShuffleDone, JobInput,
+    ReduceSlowstart, SchedulerStats): the common keys, then ``attrs`` as given."""
+    ev = _base(etype, ts, eid, delta)
+    ev.update(attrs)
+    return ev
+
+
+def job_of_container(container_id: str) -> str | None:
+    """``container_[e<epoch>_]<cluster>_<app>_<attempt>_<n>`` -> ``job_<cluster>_<app>`` (YARN's and MapReduce's ids
+    share the cluster timestamp and the application number), else None."""
+    m = _CONTAINER_RE.match(container_id)
+    return f"job_{m.group(1)}_{m.group(2)}" if m else None
+
+
 def semantic_key(ev: Event) -> tuple[str, ...] | None:
     """What makes two events "the same fact" across sources; None for events that only one source produces."""
     etype = ev.get("type")
     if etype in ("JobStart", "JobEnd"):
         return (etype, str(ev.get("job_id")))
-    if etype in ("Mapper", "Reducer", "ReducerStart", "ReducerEnd"):
+    if etype in ("Mapper", "Reducer", "ReducerStart", "ReducerEnd", "MapStart"):
         return (etype, str(ev.get("attempt_id")))
     if etype == "DataIO" and isinstance(ev.get("size"), int) and ev["size"] > 0:
         return (etype, str(ev.get("map_attempt") or ev.get("task_id")))

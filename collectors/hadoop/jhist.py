@@ -8,9 +8,11 @@ with the file's own schema by fastavro.
 
 Mapping (times are epoch milliseconds, UTC by construction):
 JOB_INITED -> JobStart at launchTime (user/queue from JOB_SUBMITTED / JOB_QUEUE_CHANGED); JOB_FINISHED / JOB_FAILED /
-JOB_KILLED / JOB_ERROR -> JobEnd; REDUCE_ATTEMPT_STARTED -> ReducerStart; MAP/REDUCE_ATTEMPT_FINISHED|FAILED|KILLED ->
-Mapper/Reducer at finishTime (period from the attempt's start), plus ReducerEnd for reduces and, for successful maps of
-jobs with reduces, DataIO(+MAP_OUTPUT_MATERIALIZED_BYTES, else MAP_OUTPUT_BYTES).
+JOB_KILLED / JOB_ERROR -> JobEnd; MAP_ATTEMPT_STARTED -> MapStart, REDUCE_ATTEMPT_STARTED -> ReducerStart (both with
+the container and ``speculative`` from avataar); MAP/REDUCE_ATTEMPT_FINISHED|FAILED|KILLED -> Mapper/Reducer at
+finishTime (period from the attempt's start; the attempt's input or shuffle counters), plus ReducerEnd for reduces
+and, for successful maps of jobs with reduces, DataIO(+MAP_OUTPUT_MATERIALIZED_BYTES, else MAP_OUTPUT_BYTES) with the
+job's map output written so far (``written``, ``maps_done`` of ``maps``).
 """
 
 from __future__ import annotations
@@ -99,6 +101,9 @@ class _JobState:
     started: bool = False
     task_start: dict[str, int] = field(default_factory=dict)
     attempts: dict[str, tuple[int, str, bool]] = field(default_factory=dict)
+    containers: dict[str, str] = field(default_factory=dict)  # attempt id -> container id
+    written: int = 0  # map output materialized so far (successful map attempts)
+    maps_done: int = 0
 
 
 class JhistEvents:
@@ -216,9 +221,25 @@ class JhistEvents:
             raise RecordError(f"{etype}: malformed attempt id {attempt_id!r}")
         speculative = unwrap(rec.get("avataar")) == "SPECULATIVE"
         self.job.attempts[attempt_id] = (start, host, speculative)
+        extra: dict[str, Any] = {"speculative": True} if speculative else {}
+        container = unwrap(rec.get("containerId"))
+        if isinstance(container, str) and container:
+            self.job.containers[attempt_id] = extra["container_id"] = container
         if etype != "REDUCE_ATTEMPT_STARTED":
-            return []
-        extra = {"speculative": True} if speculative else {}
+            job_id, task_id = E.parse_attempt(attempt_id)[:2]  # type: ignore[index]  # checked above
+            return [
+                E.fact(
+                    "MapStart",
+                    start / 1000.0,
+                    self.ctx.eid(loc),
+                    delta=self.ctx.delta,
+                    job_id=job_id,
+                    task_id=task_id,
+                    attempt_id=attempt_id,
+                    host=host,
+                    **extra,
+                )
+            ]
         return [
             E.reducer_edge(
                 "ReducerStart",
@@ -245,6 +266,10 @@ class JhistEvents:
         _job_id, task_id, kind, _n = parsed
         start, _host, speculative = self.job.attempts.get(attempt_id, (None, host, False))
         extra: dict[str, Any] = {"speculative": True} if speculative else {}
+        if attempt_id in self.job.containers:
+            extra["container_id"] = self.job.containers[attempt_id]
+        counters = rec.get("counters")
+        extra.update(_attempt_counters(counters, kind))
         if start is None:
             start = self.job.task_start.get(task_id)
             if start is None:
@@ -277,11 +302,13 @@ class JhistEvents:
                 )
             )
         elif etype == "MAP_ATTEMPT_FINISHED" and status == "SUCCEEDED" and (self.job.reduces or 0) > 0:
-            counters = rec.get("counters")
             size = counter(counters, "MAP_OUTPUT_MATERIALIZED_BYTES")
             if size is None:
                 size = counter(counters, "MAP_OUTPUT_BYTES")
             if size is not None:
+                job = self.job
+                job.written += size
+                job.maps_done += 1
                 out.append(
                     E.data_io(
                         finish_s,
@@ -292,9 +319,44 @@ class JhistEvents:
                         delta=self.ctx.delta,
                         map_attempt=attempt_id,
                         host=host,
+                        written=job.written,
+                        maps_done=job.maps_done,
+                        maps=job.maps or 0,
+                        reduces=job.reduces or 0,
                     )
                 )
         return out
+
+
+#: Per-attempt counters carried on Mapper / Reducer events (attribute -> counter names, the first present wins).
+_MAP_COUNTERS = (
+    ("input_bytes", ("BYTES_READ", "HDFS_BYTES_READ")),
+    ("input_records", ("MAP_INPUT_RECORDS",)),
+    ("output_bytes", ("MAP_OUTPUT_BYTES",)),
+    ("output_records", ("MAP_OUTPUT_RECORDS",)),
+    ("materialized_bytes", ("MAP_OUTPUT_MATERIALIZED_BYTES",)),
+)
+_REDUCE_COUNTERS = (
+    ("shuffle_bytes", ("REDUCE_SHUFFLE_BYTES",)),
+    ("input_records", ("REDUCE_INPUT_RECORDS",)),
+    ("input_groups", ("REDUCE_INPUT_GROUPS",)),
+    ("shuffled_maps", ("SHUFFLED_MAPS",)),
+    ("failed_shuffles", ("FAILED_SHUFFLE",)),
+)
+
+
+def _attempt_counters(counters: Any, kind: str) -> dict[str, int]:
+    """The input (map) or shuffle (reduce) counters of one attempt: what shows data skew (absent ones left out)."""
+    out: dict[str, int] = {}
+    if counters is None:
+        return out
+    for attr, names in _MAP_COUNTERS if kind == "m" else _REDUCE_COUNTERS:
+        for name in names:
+            value = counter(counters, name)
+            if value is not None:
+                out[attr] = value
+                break
+    return out
 
 
 _HANDLERS = {

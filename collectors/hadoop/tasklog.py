@@ -1,4 +1,8 @@
-"""Reduce task syslog (shuffle) -> one DataPull and one DataIO(-bytes) per fetched map output.
+"""Reduce task syslog (shuffle) -> DataPull and DataIO(-bytes) per fetched map output; map task syslog -> MapSplit.
+
+Each fetch's start (``about to shuffle``) is a FetchStart, so a stalled fetch is visible while it lasts; a fetch
+Hadoop gives up on (``Failed to shuffle output of M from H`` after a read timeout, ``Failed to connect to H``) is a
+FetchFailed; the final merge ends the shuffle (ShuffleDone, with the partition's bytes and the outputs fetched).
 
 The shuffle lines of a reduce container's syslog (Hadoop 2.x; 3.x logs the first three at DEBUG)::
 
@@ -18,6 +22,7 @@ the pull is held until it does.  The reducer is named by the EventFetcher start 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -39,6 +44,10 @@ _URL = re.compile(r"^for url=(\S+) sent hash and received reply$")
 _EVENT_FETCHER = re.compile(r"^(attempt_\w+) Thread started: EventFetcher for fetching Map Completion Events$")
 _TASK_DONE = re.compile(r"^Task:?\s*'?(attempt_\w+?)'? (?:is )?done\b")
 _FAILED = re.compile(r"^Failed to shuffle output of (attempt_\w+) from (\S+)")
+_CONNECT_FAILED = re.compile(r"^Failed to connect to (\S+) with (\d+) map outputs")
+_FINAL_MERGE = re.compile(r"^finalMerge called with (\d+) in-memory map-outputs and (\d+) on-disk map-outputs")
+_SPLIT = re.compile(r"^Processing split: (.*):(\d+)\+(\d+)$")
+_JOB_TOKEN = re.compile(r"^Kind: mapreduce\.job, Service: (job_\w+),")
 
 
 @dataclass
@@ -71,6 +80,10 @@ class ReduceLogParser(Log4jParser):
         self.reducer_task = ""
         self.fetchers: dict[str, _Fetcher] = {}
         self.pending: dict[str, _Pull] = {}
+        self.shuffled_bytes = 0  # wire bytes of the map outputs fetched so far
+        self.shuffled_maps = 0
+        self.failures = 0
+        self.shuffle_done = False
 
     def _fetcher(self, name: str) -> _Fetcher:
         f = self.fetchers.get(name)
@@ -114,10 +127,23 @@ class ReduceLogParser(Log4jParser):
             return []
         if msg.startswith("Failed to shuffle output of"):
             m = _FAILED.match(msg)
-            if m is not None:
-                self.pending.pop(m.group(1), None)
-                self.used()
-            return []
+            if m is None:
+                return []
+            self.used()
+            pull = self.pending.pop(m.group(1), None)
+            return self._failed(rec.ts, lineno, m.group(2), map_attempt=m.group(1), started=pull)
+        if msg.startswith("Failed to connect to "):
+            m = _CONNECT_FAILED.match(msg)
+            if m is None:
+                return []
+            self.used()
+            return self._failed(rec.ts, lineno, m.group(1), outputs=int(m.group(2)))
+        if msg.startswith("finalMerge called with") and not self.shuffle_done:
+            m = _FINAL_MERGE.match(msg)
+            if m is None:
+                return []
+            self.used()
+            return self._shuffle_done(rec.ts, lineno)
         if not self.reducer_attempt and msg.startswith("Task"):
             m = _TASK_DONE.match(msg)
             if m is not None:
@@ -131,7 +157,72 @@ class ReduceLogParser(Log4jParser):
         fetcher, map_attempt, decomp, length, to = m.groups()
         self.pending[map_attempt] = _Pull(map_attempt, fetcher, ts, int(decomp), int(length), to, f"line {lineno}")
         self.used()
-        return []
+        parsed = E.parse_attempt(map_attempt)
+        host = self.fetchers[fetcher].host if fetcher in self.fetchers else ""
+        return [
+            E.fact(
+                "FetchStart",
+                ts,
+                self.ctx.eid(f"line {lineno}"),
+                delta=self.ctx.delta,
+                job_id=parsed[0] if parsed else "",
+                task_id=self.reducer_task or "unknown",
+                map_task=parsed[1] if parsed else "",
+                map_attempt=map_attempt,
+                host=host,
+                bytes=int(length),
+                to=to,
+            )
+        ]
+
+    def _failed(
+        self,
+        ts: float,
+        lineno: int,
+        where: str,
+        *,
+        map_attempt: str = "",
+        outputs: int | None = None,
+        started: _Pull | None = None,
+    ) -> list[E.Event]:
+        """A fetch Hadoop gave up on (a read or connect timeout, a reset): it is retried, and counted."""
+        self.failures += 1
+        parsed = E.parse_attempt(map_attempt) if map_attempt else None
+        job_id = parsed[0] if parsed else (E.parse_task(self.reducer_task) or ("",))[0]
+        attrs: dict[str, Any] = {
+            "job_id": job_id,
+            "task_id": self.reducer_task or "unknown",
+            "host": where.rsplit(":", 1)[0] if where.rsplit(":", 1)[-1].isdigit() else where,
+            "failures": self.failures,
+        }
+        if parsed:
+            attrs.update(map_task=parsed[1], map_attempt=map_attempt)
+        if outputs is not None:
+            attrs["outputs"] = outputs
+        if started is not None:
+            attrs["waited"] = round(max(ts - started.start, 0.0), 3)
+        return [E.fact("FetchFailed", ts, self.ctx.eid(f"line {lineno}"), delta=self.ctx.delta, **attrs)]
+
+    def _shuffle_done(self, ts: float, lineno: int) -> list[E.Event]:
+        """The reducer's shuffle is complete (MergeManager's final merge): the bytes of its partition are known."""
+        self.shuffle_done = True
+        task = self.reducer_task or "unknown"
+        parsed = E.parse_task(task)
+        extra = {"attempt_id": self.reducer_attempt} if self.reducer_attempt else {}
+        return [
+            E.fact(
+                "ShuffleDone",
+                ts,
+                self.ctx.eid(f"line {lineno}"),
+                delta=self.ctx.delta,
+                job_id=parsed[0] if parsed else "",
+                task_id=task,
+                bytes=self.shuffled_bytes,
+                maps=self.shuffled_maps,
+                failures=self.failures,
+                **extra,
+            )
+        ]
 
     def _read(self, ts: float, thread: str, msg: str, line: str, lineno: int) -> list[E.Event]:
         m = _READ.match(msg)
@@ -186,6 +277,8 @@ class ReduceLogParser(Log4jParser):
         job_id = parsed[0] if parsed else ""
         task_id = self.reducer_task or "unknown"
         end = pull.end if pull.end is not None else pull.start
+        self.shuffled_bytes += pull.length
+        self.shuffled_maps += 1
         extra: dict[str, Any] = {"reducer_attempt": self.reducer_attempt} if self.reducer_attempt else {}
         if pull.to:
             extra["to"] = pull.to
@@ -229,3 +322,56 @@ def parse_reduce_log(path: str, ctx: Context | None = None) -> Iterator[E.Event]
     """Events of one reduce task syslog file."""
     ctx = ctx or Context(source=path)
     return run_lines(ReduceLogParser(ctx), read_lines(path))
+
+
+class MapLogParser(Log4jParser):
+    """One map attempt's syslog: its input split, known when it starts (``MapTask: Processing split: path:start+len``).
+
+    The map syslog names its attempt only when it ends, so the split is tied to the attempt by the container the log
+    belongs to (the container directory of the NodeManager's log layout), which the job history and the AM log give
+    for every attempt (``container_id``), and to its job by the container id (or the job-token line)."""
+
+    kind = "map"
+
+    def __init__(self, ctx: Context, container_id: str = "") -> None:
+        super().__init__(ctx)
+        self.container_id = container_id
+        self.job_id = E.job_of_container(container_id) or ""
+        self.split_seen = False
+
+    def _feed(self, line: str, lineno: int) -> list[E.Event]:
+        rec = self.record(line, lineno)
+        if rec is None:
+            return []
+        msg = rec.msg
+        if not self.job_id and msg.startswith("Kind: mapreduce.job"):
+            m = _JOB_TOKEN.match(msg)
+            if m is not None:
+                self.job_id = m.group(1)
+                self.used()
+            return []
+        if msg.startswith("Processing split: ") and not self.split_seen:
+            m = _SPLIT.match(msg)
+            if m is None:
+                self.ignored()  # not a file split (a DB or a combined split): no length to compare
+                return []
+            self.split_seen = True
+            self.used()
+            attrs: dict[str, Any] = {"job_id": self.job_id, "split_bytes": int(m.group(3))}
+            attrs["split_start"], attrs["path"] = int(m.group(2)), m.group(1)
+            if self.container_id:
+                attrs["container_id"] = self.container_id
+            return [E.fact("MapSplit", rec.ts, self.ctx.eid(f"line {lineno}"), delta=self.ctx.delta, **attrs)]
+        return []
+
+
+def container_of(path: str) -> str:
+    """The container id of a NodeManager log file (``.../<application>/<container>/syslog``), else ''."""
+    name = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return name if E.job_of_container(name) else ""
+
+
+def parse_map_log(path: str, ctx: Context | None = None) -> Iterator[E.Event]:
+    """Events of one map task syslog file."""
+    ctx = ctx or Context(source=path)
+    return run_lines(MapLogParser(ctx, container_of(path)), read_lines(path))

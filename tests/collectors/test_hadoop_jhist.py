@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from pathlib import Path
 
@@ -27,6 +28,7 @@ def test_json_jhist_events() -> None:
         "ReducerStart": 1,
         "ReducerEnd": 1,
         "DataIO": 3,
+        "MapStart": 5,
     }
     start = events[0]
     assert start["type"] == "JobStart" and start["ts"] == 1700000103.456  # the launch time, not the submit time
@@ -48,6 +50,9 @@ def test_json_jhist_events() -> None:
     assert reducer["period"] == 27.7 and reducer["task_id"] == "task_1700000000000_0007_r_000000"
     sizes = sorted(e["size"] for e in events if e["type"] == "DataIO")
     assert sizes == [48880, 50012, 52431]  # MAP_OUTPUT_MATERIALIZED_BYTES of the successful attempts
+    ios = [e for e in events if e["type"] == "DataIO"]
+    assert [e["written"] for e in ios] == list(itertools.accumulate(e["size"] for e in ios))  # the job's so far
+    assert [(e["maps_done"], e["maps"], e["reduces"]) for e in ios] == [(1, 3, 1), (2, 3, 1), (3, 3, 1)]
     assert all(e["delta"] == 0.5 for e in events)
 
 
@@ -115,3 +120,19 @@ def test_delta_is_configurable() -> None:
     ctx = Context(source="x", delta=2.0)
     events = list(parse_jhist(str(sample("jhist")), ctx))
     assert {e["delta"] for e in events} == {2.0}
+
+
+def test_attempt_counters_and_starts() -> None:
+    """The input a map attempt read and the partition a reducer shuffled (job history counters), and every attempt's
+    start with its host and container: what tells input skew from a straggler."""
+    events, _ = _parse(sample("jhist"))
+    starts = {e["attempt_id"][-8:]: e for e in events if e["type"] == "MapStart"}
+    assert set(starts) == {"000000_0", "000001_0", "000001_1", "000002_0", "000002_1"}
+    assert starts["000002_1"]["speculative"] is True
+    assert all(e["container_id"].startswith("container_1700000000000_0007_01_") for e in starts.values())
+    mappers = {e["attempt_id"][-8:]: e for e in events if e["type"] == "Mapper"}
+    ok = mappers["000000_0"]
+    assert ok["input_bytes"] > 0 and ok["input_records"] > 0 and ok["materialized_bytes"] == 52431
+    assert ok["container_id"] == starts["000000_0"]["container_id"]
+    reducer = next(e for e in events if e["type"] == "Reducer")
+    assert reducer["shuffle_bytes"] > 0 and reducer["input_records"] > 0
