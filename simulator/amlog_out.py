@@ -8,6 +8,7 @@ millisecond.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from simulator.jobs import Attempt, Job
@@ -100,6 +101,7 @@ class AmLogWriter:
                 _ALLOC,
                 f"All maps assigned. Ramping up all remaining reduces:{job.reduces}",
             )
+        self._schedule_stats(job, log)
         completed = 0
         winners: dict[tuple[str, int], Attempt] = {}
         for att in sorted(job.attempts, key=lambda a: (a.end, a.container)):
@@ -155,6 +157,63 @@ class AmLogWriter:
         path = container_dir(self.root, hosts[job.am_node], job, 1) + "/syslog"
         write_text(path, render(lines))
         return path
+
+    @staticmethod
+    def _schedule_stats(job: Job, log: Callable[..., None]) -> None:
+        """RMContainerAllocator's ``Before Scheduling:`` / ``After Scheduling:`` lines, written as Hadoop's
+        ScheduleStats.updateAndLogIfChanged does: once a heartbeat (1 s), only when the numbers changed.  Requests and
+        completions count before the heartbeat's assignments, the assignments after."""
+        fields: tuple[str, ...] = ("PendingReds", "ScheduledMaps", "ScheduledReds", "AssignedMaps", "AssignedReds")
+        fields += ("CompletedMaps", "CompletedReds", "ContAlloc", "ContRel", "HostLocal", "RackLocal")
+        state = dict.fromkeys(fields, 0)
+        state["PendingReds"] = job.reduces
+        state["ScheduledMaps"] = job.maps
+        changes: list[tuple[float, int, dict[str, int]]] = []  # (time, 0 before / 1 after, deltas)
+        if job.slowstart_at is not None and job.reduces:
+            changes.append((job.slowstart_at, 0, {"PendingReds": -job.reduces, "ScheduledReds": job.reduces}))
+        for att in job.attempts:
+            m = att.kind == "m"
+            if m and (att.n > 0 or att.speculative):  # a retry or a redundant attempt: requested when decided
+                asked = att.redundant_at if att.redundant_at is not None else att.assigned - 1.0
+                changes.append((asked, 0, {"ScheduledMaps": 1}))
+            sched, assigned, done = (
+                ("ScheduledMaps", "AssignedMaps", "CompletedMaps")
+                if m
+                else (
+                    "ScheduledReds",
+                    "AssignedReds",
+                    "CompletedReds",
+                )
+            )
+            took = {sched: -1, assigned: 1, "ContAlloc": 1}
+            if m:
+                took["HostLocal"] = 1
+            changes.append((att.assigned, 1, took))
+            end = {assigned: -1}
+            if att.status == "SUCCEEDED":
+                end[done] = 1
+            changes.append((att.end, 0, end))
+        t0 = job.running + 0.35
+        ticks: dict[int, list[tuple[int, dict[str, int]]]] = {}
+        for t, phase, delta in changes:
+            ticks.setdefault(max(0, math.ceil(t - t0)), []).append((phase, delta))
+        ticks.setdefault(0, [])
+        last = ""
+
+        def line() -> str:
+            return " ".join(f"{k}:{state[k]}" for k in fields)
+
+        for k in sorted(ticks):
+            at = ms(t0 + k)
+            for phase, prefix in ((0, "Before Scheduling: "), (1, "After Scheduling: ")):
+                for ph, delta in ticks[k]:
+                    if ph == phase:
+                        for name, d in delta.items():
+                            state[name] += d
+                now = line()
+                if now != last:
+                    log(at + phase * 2, _RMC, _ALLOC, prefix + now)
+                    last = now
 
     def _attempt(self, job: Job, att: Attempt, log: Callable[..., None], port: int, completed: int) -> None:
         aid = job.attempt_id(att.kind, att.task, att.n)

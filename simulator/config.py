@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 MB = 1 << 20
 
@@ -27,15 +28,26 @@ class SimConfig:
     max_reduces: int = 999  #: hive.exec.reducers.max
     max_maps: int = 20000
     # -- rates (bytes/s) and overheads (s) -----------------------------------------------------------------------------
-    map_rate: float = 60e6
-    reduce_rate: float = 40e6
+    map_rate: float = 6e6  #: a map's input processing rate on a new host with an ordinary task
+    reduce_rate: float = 15e6
     fetch_rate: float = 100e6
     fetch_overhead: float = 0.025
-    # -- failures and anomalies ----------------------------------------------------------------------------------------
+    # -- the background (SPEC 9): heavy-tailed task costs, speculation, uneven splits, host generations -------------
+    #: a task's own cost factor (every attempt of it shares it: costly records, a slow source): lognormal body ...
+    task_sigma: float = 0.15
+    #: ... and with this probability a Pareto tail (shape ``straggler_alpha``) from 1.5x up to ``straggler_cap``
+    straggler_p: float = 0.12
+    straggler_alpha: float = 0.7
+    straggler_cap: float = 50.0
+    attempt_sigma: float = 0.12  #: each attempt's own noise (what a second attempt does not share)
+    old_hosts: float = 0.35  #: share of hosts of the older hardware generation ...
+    old_slowdown: tuple[float, float] = (1.25, 1.5)  #: ... each this much slower (at most 1.5x)
+    last_split_share: float = 0.35  #: share of maps that read the short last split of an input file
+    speculate: bool = True  #: mapreduce.map.speculative
     map_failure_rate: float = 0.002
-    anomalies_per_hour: float = 4.0  #: per anomaly kind
-    #: the pack's LoadStd threshold: sizes the planted load spikes; the unbalancing_reducer definition compares with it
-    imbalance_threshold: float = 1.0
+    # -- faults (SPEC 9): None = the default mix; [] = none; else [{"kind", "at", "severity"}, ...] ---------------
+    faults: list[dict[str, Any]] | None = None
+    faults_per_hour: float = 3.0  #: per kind, in the default mix
     # -- artifacts ----------------------------------------------------------------------------------------------------
     #: "hadoop2": every INFO line of Hadoop 2.6-2.7 reduce logs; "hadoop3": 3.x, where the fetchers' "Assigning",
     #: "assigned" and "for url=..." lines are DEBUG (fewer lines; the collector then learns hosts from "freed by").

@@ -159,7 +159,7 @@ class JhistWriter:
         split = job.split_bytes(att.task)
         out = job.map_out[att.task]
         materialized = job.materialized(att.task) if job.reduces else 0
-        records_in = split // 120 + 1
+        records_in = job.input_records(att.task)
         records_out = out // 64 + (1 if out else 0)
         cpu = int((att.end - att.start) * 700)
         spilled = records_out if job.reduces else 0

@@ -8,7 +8,6 @@ import random
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
 
 @dataclass(slots=True)
@@ -43,6 +42,8 @@ class Pull:
     length: int
     node: int
     fetcher: int
+    #: a stalled fetch's failed tries: (read timeout ms, retry start ms) each
+    timeouts: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -60,7 +61,9 @@ class Job:
     output_bytes: int
     rng: random.Random
     cts: int  # cluster timestamp (ms) in the ids
-    plant: dict[str, Any] = field(default_factory=dict)
+    splits: list[int] = field(default_factory=list)  #: input bytes of each map (uneven: short last splits)
+    block: int = 0  #: the size of a whole split (a block)
+    record_bytes: float = 100.0  #: mean input record size (the same for every split of the job)
     # -- life cycle --------------------------------------------------------------------------------------------------
     am_node: int = -1
     am_assigned: float = 0.0
@@ -79,8 +82,9 @@ class Job:
     urgent_maps: deque[tuple[int, int, bool]] = field(default_factory=deque)  # retries / speculative attempts
     next_reduce: int = 0
     reduces_ready: bool = False
-    hold_until: float | None = None  # planted: reducers held back until then
-    waiting_reducers: list[Attempt] = field(default_factory=list)
+    hold_until: float | None = None  # reducers held back until then (held_output)
+    waiting_reducers: list[tuple[Attempt, random.Random]] = field(default_factory=list)
+    spec_at: dict[int, float] = field(default_factory=dict)  #: map task -> when the speculator chose it
     completed_maps: int = 0
     completed_reduces: int = 0
     slowstart_at: float | None = None
@@ -112,9 +116,12 @@ class Job:
         return f"container_{self.cts}_{self.seq:04d}_01_{number:06d}"
 
     def split_bytes(self, task: int) -> int:
-        """Input bytes of map ``task``: the input spread evenly over the maps (many input files, combined splits)."""
-        base, extra = divmod(self.input_bytes, self.maps)
-        return base + (1 if task < extra else 0)
+        """Input bytes of map ``task`` (whole blocks, short last splits, a skewed split when a fault made one)."""
+        return self.splits[task]
+
+    def input_records(self, task: int) -> int:
+        """MAP_INPUT_RECORDS of map ``task``: its bytes over the job's record size (siblings read alike)."""
+        return int(self.splits[task] / self.record_bytes) + 1
 
     def set_weights(self, weights: list[float]) -> None:
         """Each reducer's share of every map's output (the partitioner's key distribution)."""

@@ -13,13 +13,11 @@ gmond stamps a metric when it receives it, and the log lines carry the times the
 share one clock -- the condition for the queries that join them (Q5, Q6).  That is why the scenario is compressed,
 not the clock sped up.
 
-The scenario (:func:`scenario_jobs`): a thinned SWIM job mix in the background, plus a *showcase* of one job per
-anomaly kind submitted in the first seconds and repeated every ``showcase_every`` seconds, sized and timed so that a
-viewer sees each anomaly within about four minutes (each meets its ground-truth definition, which needs minutes for
-some: a straggler 2 minutes longer than its siblings, output held 3 minutes): a runaway reducer that unbalances the
-cluster (then lets it recover), a straggling mapper, a slow shuffle pull, map output held back from the reducers, a
-straggling reducer.
-``DIR/ground_truth.json`` (written before playing) names them all.
+The scenario (:func:`scenario_jobs`): a thinned SWIM job mix, plus a few ordinary medium-sized jobs at the start and
+every ``showcase_every`` seconds (part of the scenario's world with or without faults: they give every fault kind a
+target early).  The *showcase* is a fault list (:func:`showcase_faults`): one fault of each kind in the first seconds,
+again every ``showcase_every`` seconds, each above its floor and sized so a viewer sees it within a few minutes.  The
+simulator draws each target as it always does.  ``DIR/ground_truth.json`` (written before playing) names them all.
 """
 
 from __future__ import annotations
@@ -49,90 +47,44 @@ RISE = 0.3
 LEAD = 4.0
 
 
-@dataclass(frozen=True)
-class Showcase:
-    """One planted job of the showcase: its anomaly, submit offset (s), size and the plant's parameters."""
-
-    kind: str
-    offset: float
-    maps: int
-    reduces: int
-    split_mb: int  #: input bytes per map
-    out_mb: int  #: map output (shuffle) bytes per map
-    plant: dict[str, Any] = field(default_factory=dict)
+#: The scenario's medium jobs, every round: (name, offset s, maps, reduces, input MiB per map, map output MiB per map).
+MEDIUM_JOBS = (
+    ("medium_maponly", 2.0, 8, 0, 200, 0),
+    ("medium_small", 3.0, 12, 2, 100, 30),
+    ("medium_wide", 4.0, 12, 4, 100, 250),
+    ("medium_heavy", 5.0, 8, 5, 150, 600),
+    ("medium_join", 6.0, 6, 3, 120, 120),
+)
 
 
-def showcase(cfg: SimConfig, rng: random.Random) -> list[Showcase]:
-    """The five planted jobs of one showcase round (parameters vary a little with the seed).
-
-    The runaway reducer goes first because its story is the longest: the cluster must be balanced when it starts,
-    go out of balance while it runs (about half a minute) and come back after (the one-minute load average takes
-    20 to 30 s to fall back under the threshold), well within Q5's 10 minutes.  The others meet their definitions
-    (``definitions.py``) with the smallest realistic margins, so that each is over within about four minutes: a
-    straggler 120-150 s longer than its siblings, a stalled fetch of 30-40 s, map output held 190-220 s."""
-    # Run queue that lifts the runaway's host far enough above the others for the std-dev of load_one over the hosts
-    # to clear the pack's threshold for several rounds although the one-minute average lags: one host k above n-1
-    # equal others gives a std-dev of k * sqrt(n-1) / n.
-    n = cfg.nodes
-    peak = 4.0 * cfg.imbalance_threshold * n / math.sqrt(n - 1)
-    return [
-        Showcase(
-            "unbalancing_reducer",
-            2.0,
-            4,
-            1,
-            120,
-            20,
-            {"task": 0, "runtime": rng.uniform(30.0, 34.0), "peak": peak, "rise": RISE},
-        ),
-        Showcase(
-            "skewed_mapper",
-            4.0,
-            8,
-            0,
-            180,
-            0,  # map-only: its straggler is the job's slowest task
-            {
-                "task": rng.randrange(2, 8),
-                "factor": rng.uniform(5.5, 7.0),
-                "extra": rng.uniform(125.0, 150.0),
-                "flavor": "expensive_split",
-            },
-        ),
-        Showcase(
-            "slow_pull",
-            6.0,
-            12,
-            2,
-            100,
-            30,
-            {"task": rng.randrange(2), "factor": rng.uniform(8.0, 12.0), "extra": rng.uniform(30.0, 40.0)},
-        ),
-        Showcase("queued_output", 8.0, 12, 4, 100, 250, {"delay": rng.uniform(190.0, 220.0)}),
-        Showcase(
-            "skewed_reducer",
-            10.0,
-            4,
-            5,
-            100,
-            100,
-            {"task": rng.randrange(5), "factor": rng.uniform(5.0, 6.5), "extra": rng.uniform(125.0, 150.0)},
-        ),
-    ]
+def showcase_faults(minutes: float, every: float = 600.0, seed: int = 1) -> list[dict[str, Any]]:
+    """One fault of each kind in the first seconds, again every ``every`` seconds: the live demo's showcase.
+    Severities are above each floor (with a little spread from the seed), so each warrants a warning."""
+    rng = random.Random(f"showcase/{seed}")
+    out: list[dict[str, Any]] = []
+    t = 0.0
+    while t < minutes * 60.0:
+        out += [
+            {"kind": "runaway_reducer", "at": t + 1.0, "severity": round(rng.uniform(8.0, 12.0), 1)},
+            {"kind": "map_data_skew", "at": t + 2.0, "severity": round(rng.uniform(6.0, 8.0), 1)},
+            {"kind": "slow_node", "at": t + 3.0, "severity": round(rng.uniform(3.0, 4.0), 1)},
+            {"kind": "held_output", "at": t + 4.0, "severity": round(rng.uniform(190.0, 220.0))},
+            {"kind": "reduce_data_skew", "at": t + 5.0, "severity": round(rng.uniform(7.0, 9.0), 1)},
+            {"kind": "hung_fetch", "at": t + 6.0, "severity": round(rng.uniform(200.0, 230.0))},
+        ]
+        t += every if every > 0 else math.inf
+    return out
 
 
-def scenario_jobs(
-    showcase_every: float = 600.0, keep: float = 0.25
-) -> Callable[[SimConfig], tuple[list[Job], dict[str, int]]]:
-    """A ``jobs_factory`` for ``run.simulate``: the SWIM window thinned to ``keep`` of its jobs (none planted), plus a
-    showcase round at the start and every ``showcase_every`` seconds after."""
-    from simulator.definitions import KINDS
+def scenario_jobs(showcase_every: float = 600.0, keep: float = 0.25) -> Callable[[SimConfig], list[Job]]:
+    """A ``jobs_factory`` for ``run.simulate``: the SWIM window thinned to ``keep`` of its jobs, plus the medium jobs
+    at the start and every ``showcase_every`` seconds."""
     from simulator.run import new_job
 
-    def make(cfg: SimConfig) -> tuple[list[Job], dict[str, int]]:
+    def make(cfg: SimConfig) -> list[Job]:
         span = cfg.hours * 3600.0
         pick = random.Random(f"live/{cfg.seed}")
-        entries: list[tuple[float, swim.TraceJob, int, int, dict[str, Any]]] = []
+        entries: list[tuple[float, swim.TraceJob, int, int]] = []
         for tj in swim.window(cfg.trace, cfg.hours, cfg.nodes, cfg.trace_offset_hours):
             if pick.random() >= keep:
                 continue
@@ -142,27 +94,23 @@ def scenario_jobs(
                 if tj.shuffle_bytes <= 0
                 else min(cfg.max_reduces, max(1, math.ceil(tj.shuffle_bytes / cfg.reduce_bytes)))
             )
-            entries.append((tj.submit, tj, maps, reduces, {}))
+            entries.append((tj.submit, tj, maps, reduces))
         rounds = 0
         t = 0.0
         while t < span:
             rounds += 1
-            for s in showcase(cfg, pick):
+            for name, offset, maps, reduces, split_mb, out_mb in MEDIUM_JOBS:
                 tj = swim.TraceJob(
-                    f"showcase_{s.kind}.{rounds}",
-                    t + s.offset,
-                    s.maps * s.split_mb * MB,
-                    s.maps * s.out_mb * MB,
-                    s.maps * s.out_mb * MB // 2,
+                    f"{name}.{rounds}",
+                    t + offset,
+                    maps * split_mb * MB,
+                    maps * out_mb * MB,
+                    maps * out_mb * MB // 2,
                 )
-                entries.append((t + s.offset, tj, s.maps, s.reduces, {"kind": s.kind, **s.plant}))
+                entries.append((t + offset, tj, maps, reduces))
             t += showcase_every if showcase_every > 0 else math.inf
         entries.sort(key=lambda e: e[0])
-        jobs = [
-            new_job(cfg, i, tj, submit, maps, reduces, plant)
-            for i, (submit, tj, maps, reduces, plant) in enumerate(entries)
-        ]
-        return jobs, dict.fromkeys(KINDS, rounds)
+        return [new_job(cfg, i, tj, submit, maps, reduces) for i, (submit, tj, maps, reduces) in enumerate(entries)]
 
     return make
 
@@ -191,7 +139,10 @@ def live_config(
 
 
 def plan(cfg: SimConfig, out_dir: str, *, showcase_every: float = 600.0, keep: float = 0.25) -> dict[str, Any]:
-    """Simulate the scenario into ``out_dir/.plan``; copy its ground truth and job list to ``out_dir``."""
+    """Simulate the scenario into ``out_dir/.plan``; copy its ground truth, fault list and job list to ``out_dir``.
+    ``cfg.faults`` None means the showcase (:func:`showcase_faults`)."""
+    if cfg.faults is None:
+        cfg.faults = showcase_faults(cfg.hours * 60.0, showcase_every, cfg.seed)
     from simulator.run import simulate
 
     plan_dir = os.path.join(out_dir, PLAN)
@@ -200,7 +151,7 @@ def plan(cfg: SimConfig, out_dir: str, *, showcase_every: float = 600.0, keep: f
     summary = simulate(cfg, plan_dir, ganglia="none", jobs_factory=scenario_jobs(showcase_every, keep))
     for name in ("hadoop", "ganglia"):  # where the logs and samples will appear (empty until the clock gets there)
         os.makedirs(os.path.join(out_dir, name), exist_ok=True)
-    for name in ("ground_truth.json", "jobs.jsonl"):
+    for name in ("ground_truth.json", "faults.json", "jobs.jsonl"):
         tmp = os.path.join(out_dir, name + ".tmp")
         shutil.copyfile(os.path.join(plan_dir, name), tmp)
         os.replace(tmp, os.path.join(out_dir, name))
@@ -432,36 +383,23 @@ class Player:
         return self.stats
 
 
-def first_planted(truth: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    """The first planted anomaly of ``kind`` in the ground truth (the first showcase round's, in a live scenario)."""
-    return next((a for a in (truth.get("anomalies") or {}).get(kind) or [] if a.get("planted")), None)
+def first_faults(truth: dict[str, Any]) -> list[dict[str, Any]]:
+    """The first targeted fault of each kind (the first showcase round's), in onset order."""
+    first: dict[str, dict[str, Any]] = {}
+    for f in truth.get("faults") or []:
+        if f.get("entity") and f["kind"] not in first:
+            first[f["kind"]] = f
+    return sorted(first.values(), key=lambda f: f["onset"])
+
+
+def entity_name(f: dict[str, Any]) -> str:
+    return next(iter((f.get("entity") or {}).values()), "?")
 
 
 def describe(truth: dict[str, Any], start: float) -> Iterator[str]:
-    """One line per planted anomaly of the first showcase round: what it is and when it shows (seconds from start)."""
-    if (a := first_planted(truth, "unbalancing_reducer")) is not None:
+    """One line per fault of the first showcase round: what it is, where, and when its cause acts (from start)."""
+    for f in first_faults(truth):
         yield (
-            f"load imbalance: reducer {a['task_id']} on {a['host']} drives its host's load up from "
-            f"+{a['start'] - start:.0f}s to +{a['end'] - start:.0f}s (load std-dev up to "
-            f"{a['load_std_max_during']}; balanced again at +{(a['rebalanced_at'] or a['end']) - start:.0f}s)"
-        )
-    if (a := first_planted(truth, "skewed_mapper")) is not None:
-        yield (
-            f"straggling mapper: {a['task_id']} of {a['job_id']} takes {a['duration']:.0f}s against a median of "
-            f"{a['median']:.0f}s (ends at +{a['end'] - start:.0f}s)"
-        )
-    if (a := first_planted(truth, "slow_pull")) is not None:
-        yield (
-            f"slow shuffle pull: reducer {a['task_id']} waits {a['period']:.1f}s for map output of "
-            f"{a['map_task']} from {a['host']} (earlier pulls {a['mean_before']:.2f}s) at +{a['ts'] - start:.0f}s"
-        )
-    if (a := first_planted(truth, "queued_output")) is not None:
-        yield (
-            f"queued map output: {a['job_id']} holds {a['peak_queued_bytes'] / MB:.0f} MiB of map output for "
-            f"{a['held_for']:.0f}s before its reducers fetch it (held since +{a['start'] - start:.0f}s)"
-        )
-    if (a := first_planted(truth, "skewed_reducer")) is not None:
-        yield (
-            f"straggling reducer: {a['task_id']} of {a['job_id']} takes {a['duration']:.0f}s against a median of "
-            f"{a['median']:.0f}s (ends at +{a['end'] - start:.0f}s)"
+            f"{f['kind']} (severity {f['severity']:g}) on {entity_name(f)}: from +{f['onset'] - start:.0f}s to "
+            f"+{f['end'] - start:.0f}s"
         )

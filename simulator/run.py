@@ -16,15 +16,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from simulator import anomalies, swim
+from simulator import faults as faults_mod
+from simulator import swim
 from simulator.amlog_out import AmLogWriter
+from simulator.background import host_speeds, splits
 from simulator.config import SimConfig
-from simulator.definitions import QueuedOutput
-from simulator.detect import rounds_of
 from simulator.jhist_out import JhistWriter
 from simulator.jobs import Attempt, Job
 from simulator.layout import host_names, ms
 from simulator.load import LoadRecorder
+from simulator.maplog_out import MapLogWriter
 from simulator.model import Cluster
 from simulator.shuffle import Shuffle
 from simulator.tasklog_out import ReduceLogWriter
@@ -34,29 +35,21 @@ _USERS = ("etl", "hive", "analytics", "ads", "search", "adhoc")
 _QUEUES = {"etl": "etl", "adhoc": "adhoc"}
 
 
-def make_jobs(cfg: SimConfig) -> tuple[list[Job], dict[str, int]]:
-    """The window's SWIM jobs sized for the cluster, with their planted anomalies."""
-    window = swim.window(cfg.trace, cfg.hours, cfg.nodes, cfg.trace_offset_hours)
-    sizes = []
-    for tj in window:
+def make_jobs(cfg: SimConfig) -> list[Job]:
+    """The window's SWIM jobs sized for the cluster (the same whatever faults are injected)."""
+    jobs = []
+    for i, tj in enumerate(swim.window(cfg.trace, cfg.hours, cfg.nodes, cfg.trace_offset_hours)):
         maps = min(cfg.max_maps, max(1, math.ceil(tj.input_bytes / cfg.split_bytes)))
         reduces = (
             0 if tj.shuffle_bytes <= 0 else min(cfg.max_reduces, max(1, math.ceil(tj.shuffle_bytes / cfg.reduce_bytes)))
         )
-        sizes.append((tj.submit, maps, reduces, tj.shuffle_bytes if reduces else 0))
-    plants, wanted = anomalies.choose(sizes, cfg, random.Random(f"plants/{cfg.seed}"))
-    jobs = [
-        new_job(cfg, i, tj, submit, maps, reduces, plants.get(i, {}))
-        for i, (tj, (submit, maps, reduces, _)) in enumerate(zip(window, sizes, strict=True))
-    ]
-    return jobs, wanted
+        jobs.append(new_job(cfg, i, tj, tj.submit, maps, reduces))
+    return jobs
 
 
-def new_job(
-    cfg: SimConfig, i: int, tj: swim.TraceJob, submit: float, maps: int, reduces: int, plant: dict[str, Any]
-) -> Job:
+def new_job(cfg: SimConfig, i: int, tj: swim.TraceJob, submit: float, maps: int, reduces: int) -> Job:
     """Job number ``i`` (0-based, in submit order) of the run: trace job ``tj`` submitted ``submit`` seconds after
-    the window start, with ``maps`` and ``reduces`` tasks and a planted anomaly (``plant``, may be empty)."""
+    the window start, with ``maps`` and ``reduces`` tasks."""
     rng = random.Random(f"job/{cfg.seed}/{i}")
     user = rng.choice(_USERS)
     job = Job(
@@ -73,16 +66,16 @@ def new_job(
         output_bytes=tj.output_bytes,
         rng=rng,
         cts=ms(cfg.start) - 3_600_000,
-        plant=dict(plant),
     )
-    per_map = tj.shuffle_bytes / maps
-    job.map_out = [int(per_map * rng.uniform(0.9, 1.1)) for _ in range(maps)]
+    job.splits = splits(job.input_bytes, maps, rng, cfg.last_split_share)
+    job.block = max(job.splits)
+    job.record_bytes = rng.uniform(60.0, 400.0)
+    # map output follows the input (a short split emits less), with a little spread
+    job.map_out = [int(tj.shuffle_bytes * b / job.input_bytes * rng.uniform(0.9, 1.1)) for b in job.splits]
     job.set_weights([rng.uniform(0.85, 1.15) for _ in range(reduces)])
-    if job.plant.get("kind") == "queued_output":
-        job.hold_until = math.inf  # no reducer before the last map has finished (then + the planted delay)
     job.map_ok = [None] * maps
     job.reduce_ok = [None] * reduces
-    job.watch_fetches(QueuedOutput.MIN_BYTES)
+    job.watch_fetches(faults_mod.GIB)
     return job
 
 
@@ -93,23 +86,26 @@ def simulate(
     ganglia: str = "rrd",
     gmond: str | None = None,
     warn: Callable[[str], None] | None = None,
-    jobs_factory: Callable[[SimConfig], tuple[list[Job], dict[str, int]]] = make_jobs,
+    jobs_factory: Callable[[SimConfig], list[Job]] = make_jobs,
 ) -> dict[str, Any]:
-    """Simulate and write everything under ``out_dir``; returns a summary (also the ground truth's header).
+    """Simulate and write everything under ``out_dir``; returns a summary.
 
-    ``jobs_factory`` makes the jobs and their planted anomalies (default: the SWIM window with random plants; the
-    live mode's scenario is :func:`simulator.live.scenario_jobs`)."""
+    ``jobs_factory`` makes the jobs (default: the SWIM window; the live mode's scenario is
+    :func:`simulator.live.scenario_jobs`); ``cfg.faults`` the faults (None: the default mix)."""
     cfg.validate()
     warn = warn or (lambda msg: print(msg, file=sys.stderr))
     started = time.perf_counter()
     os.makedirs(out_dir, exist_ok=True)
     hosts = host_names(cfg.nodes)
-    jobs, wanted = jobs_factory(cfg)
+    jobs = jobs_factory(cfg)
+    specs = faults_mod.default_mix(cfg) if cfg.faults is None else list(cfg.faults)
+    injector = faults_mod.Injector(cfg, specs)
     loads = LoadRecorder(cfg.nodes)
     jhist = JhistWriter(out_dir, hosts)
     amlog = AmLogWriter(out_dir, hosts)
     reduce_log = ReduceLogWriter(out_dir, hosts, cfg.log_format)
-    written = {"jhist": 0, "am": 0, "reduce": 0}
+    map_log = MapLogWriter(out_dir, hosts)
+    written = {"jhist": 0, "am": 0, "reduce": 0, "map": 0}
 
     def on_reducer(job: Job, att: Attempt, shuffle: Shuffle) -> None:
         reduce_log.write(job, att, shuffle)
@@ -118,6 +114,7 @@ def simulate(
     def on_job(job: Job) -> None:
         path = jhist.write(job)
         amlog.write(job, os.path.basename(path))
+        written["map"] += map_log.write(job)
         written["jhist"] += 1
         written["am"] += 1
 
@@ -133,7 +130,7 @@ def simulate(
             bar.n = min(total, int(t - cfg.start))
             bar.refresh()
 
-    cluster = Cluster(cfg, jobs, loads, on_reducer, on_job, on_progress)
+    cluster = Cluster(cfg, jobs, loads, on_reducer, on_job, on_progress, faults=injector, speeds=host_speeds(cfg))
     try:
         cluster.run()
     finally:
@@ -145,23 +142,30 @@ def simulate(
     samples = list(loads.samples(hosts, sample_start, window_end, cfg.sample_step, cfg.seed))
     _write_samples(os.path.join(out_dir, "ganglia", "samples.jsonl"), samples, cfg.cluster)
     _ganglia(ganglia, gmond, out_dir, cfg.cluster, samples, warn)
-    truth = build(cfg, jobs, hosts, cluster.records, rounds_of(samples, hosts), wanted, window_end)
-    truth["files"] = written
-    with open(os.path.join(out_dir, "ground_truth.json"), "w", encoding="utf-8") as handle:
-        json.dump(truth, handle, indent=1)
-        handle.write("\n")
+    truth = build(jobs, hosts, injector, window_start=cfg.start, window_end=window_end)
+    _write_json(os.path.join(out_dir, "ground_truth.json"), truth)
+    _write_json(os.path.join(out_dir, "faults.json"), specs)
     write_jobs(os.path.join(out_dir, "jobs.jsonl"), jobs, hosts)
-    planted = truth["planted_per_kind"]
-    listed = {k: len(v) for k, v in truth["anomalies"].items()}
     return {
         "jobs": len(jobs),
         "files": written,
         "samples": len(samples),
-        "planted": planted,
-        "anomalies": listed,
-        "counts": truth["counts"],
+        "faults": len(truth["faults"]),
+        "actionable": sum(1 for f in truth["faults"] if f["actionable"]),
+        "natural": len(truth["natural"]),
+        "counts": {
+            "map_attempts": sum(1 for j in jobs for a in j.attempts if a.kind == "m"),
+            "reduce_attempts": sum(1 for j in jobs for a in j.attempts if a.kind == "r"),
+            "pulls": sum(j.maps * j.reduces for j in jobs),
+        },
         "seconds": round(time.perf_counter() - started, 2),
     }
+
+
+def _write_json(path: str, data: Any) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=1)
+        handle.write("\n")
 
 
 def _write_samples(path: str, samples: list[tuple[float, str, str, float]], cluster: str) -> None:

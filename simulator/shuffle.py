@@ -3,7 +3,9 @@
 Map completion events reach the reducer's EventFetcher once a second; ``parallel_copies`` fetcher threads each take a
 host with available outputs and pull up to ``max_maps_per_fetch`` of them over one connection, one after the other
 (Hadoop's ShuffleSchedulerImpl/Fetcher).  A pull lasts a fixed overhead plus its length over the reducer's bandwidth;
-the planted slow pull (a stalled connection) takes ``normal * factor + extra`` seconds.
+a stalled fetch (hung_fetch) has its header read and then its body stalls for X seconds: when X exceeds the read
+timeout (180 s) the fetch fails at the timeout, the host is penalised and the fetch is retried (and times out again
+while the stall lasts), as Hadoop's Fetcher does.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from simulator.config import SimConfig
@@ -38,6 +41,22 @@ class Shuffle:
     longest_ms: int = 0  #: the longest pull
 
 
+def _stalled(
+    start: float, normal: float, stall: float, timeout: float, random_: Callable[[], float]
+) -> tuple[float, list[tuple[int, int]]]:
+    """(duration ms, [(timeout ms, retry start ms)]) of a fetch begun at ``start`` whose source stalls ``stall`` ms:
+    each try that is still waiting ``timeout`` ms after it began fails; the retry comes after the host's penalty
+    (10 s, times 1.3 per earlier failure: ShuffleSchedulerImpl's backoff)."""
+    until = start + stall
+    tries: list[tuple[int, int]] = []
+    t = start
+    while until > t + timeout:
+        failed = t + timeout
+        t = failed + 10_000.0 * 1.3 ** len(tries) + 200.0 * random_()
+        tries.append((int(failed + 0.5), int(t + 0.5)))
+    return max(until, t) + normal - start, tries
+
+
 def _ms(t: float) -> int:
     return int(round(t * 1000.0))
 
@@ -57,11 +76,16 @@ def map_index(job: Job) -> tuple[list[int], dict[int, list[int]]]:
 
 
 def schedule(
-    job: Job, att: Attempt, cfg: SimConfig, rng: random.Random, slow: tuple[float, float] | None = None
+    job: Job,
+    att: Attempt,
+    cfg: SimConfig,
+    rng: random.Random,
+    stall: float | None = None,
+    timeout: float = 180.0,
+    not_before: float | None = None,
 ) -> Shuffle:
-    """The shuffle of reduce attempt ``att`` (all of the job's maps have finished); ``slow`` = (factor, extra
-    seconds) stalls one pull: one of a map the reducer learns of in its first 7 minutes, with at least two before it
-    (the third when none is that early)."""
+    """The shuffle of reduce attempt ``att`` (all of the job's maps have finished); ``stall`` seconds stall one
+    fetch: the first to start at or after ``not_before`` (epoch s) with at least two fetches before it."""
     maps = job.maps
     done = job.map_ok
     ev_start = att.start + rng.uniform(0.9, 1.6)
@@ -72,11 +96,9 @@ def schedule(
         known[m] = ev_start if finish <= ev_start else ev_start + ceil(finish - ev_start)
     order, per_node = map_index(job)
     next_of = dict.fromkeys(per_node, 0)  # per node: index of its first map not yet fetched
-    slow_map = -1
-    if slow is not None:
-        window = [i for i in range(2, maps) if known[order[i]] - att.start < 420.0] or [2] * (maps > 2)
-        if window:
-            slow_map = order[window[len(window) // 2]]
+    slow_map = -1  # the stalled fetch: the first to start at or after ``not_before`` with >= 2 fetches before it
+    stall_from = not_before * 1000.0 if not_before is not None else 0.0
+    started = 0
     inv_bw = 1000.0 / (cfg.fetch_rate * rng.uniform(0.85, 1.15))  # ms per byte
     base_ms = cfg.fetch_overhead * 1000.0 * 0.85
     spread_ms = cfg.fetch_overhead * 1000.0 * 0.3
@@ -118,13 +140,17 @@ def schedule(
             fetched[m] = 1
             length = 6 + int(outputs[m] * share)
             duration = base_ms + spread_ms * random_() + length * inv_bw
-            if m == slow_map:
-                duration = duration * slow[0] + slow[1] * 1000.0  # type: ignore[index]
+            timeouts: list[tuple[int, int]] = []
+            if stall is not None and slow_map < 0 and started >= 2 and cur >= stall_from:
+                slow_map = m
+            started += 1
+            if m == slow_map and stall is not None:
+                duration, timeouts = _stalled(cur, duration, stall * 1000.0, timeout * 1000.0, random_)
             took = int(duration + 0.5) or 1
             if took > longest:
                 longest = took
             stop = cur + took
-            pull = Pull(m, cur, stop, length, node, fetcher)
+            pull = Pull(m, cur, stop, length, node, fetcher, timeouts)
             if m == slow_map:
                 slow_pull = pull
             pulls.append(pull)

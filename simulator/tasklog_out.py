@@ -8,7 +8,9 @@ from map-output for ...", "closeInMemoryFile -> ..."), with the MergeManager's m
 
 from __future__ import annotations
 
-from simulator.jobs import Attempt, Job
+from collections.abc import Callable
+
+from simulator.jobs import Attempt, Job, Pull
 from simulator.layout import container_dir, ms, render, write_text
 from simulator.shuffle import Shuffle
 
@@ -121,6 +123,8 @@ class ReduceLogWriter:
             length = p.length
             decomp = length - 4
             end_key = p.end_ms << 20
+            if p.timeouts:
+                seq = self._timeouts(add, seq, p, head, f, hosts[p.node], m_att, decomp, length)
             if decomp > _MAX_SINGLE:
                 disk += 1
                 add(
@@ -211,3 +215,47 @@ class ReduceLogWriter:
         path = container_dir(self.root, hosts[att.node], job, att.container) + "/syslog"
         write_text(path, render(lines))
         return path
+
+    def _timeouts(
+        self,
+        add: Callable[[tuple[int, str]], None],
+        seq: int,
+        p: Pull,
+        head: str,
+        f: str,
+        host: str,
+        m_att: str,
+        decomp: int,
+        length: int,
+    ) -> int:
+        """A stalled fetch's failed tries as Hadoop's Fetcher logs them: the read timeout's WARN and stack trace, the
+        fetch failure reported, the host freed; then the retry (Assigning again, about to shuffle again)."""
+        warn = head.replace("INFO [", "WARN [", 1)
+        start = p.start_ms
+        where = "MEMORY" if decomp <= _MAX_SINGLE else "DISK"
+        for failed, retry in p.timeouts:
+            add(
+                (
+                    (failed << 20) + seq,
+                    f"{warn}Fetcher: Failed to shuffle output of {m_att} from {host}:13562\n"
+                    "java.net.SocketTimeoutException: Read timed out\n"
+                    "\tat java.net.SocketInputStream.socketRead0(Native Method)\n"
+                    "\tat java.net.SocketInputStream.read(SocketInputStream.java:152)\n"
+                    f"\tat {_R}Fetcher.copyMapOutput(Fetcher.java:534)"
+                    f"\0{warn}Fetcher: copyMapOutput failed for tasks [{m_att}]"
+                    f"\0{head}ShuffleSchedulerImpl: Reporting fetch failure for {m_att} to MRAppMaster."
+                    f"\0{head}ShuffleSchedulerImpl: {host}:13562 freed by {f} in {failed - start}ms",
+                )
+            )
+            body = (
+                f"{head}Fetcher: {f} about to shuffle output of map {m_att} decomp: {decomp} len: {length} to {where}"
+            )
+            if self.debug_lines:
+                body = (
+                    f"{head}ShuffleSchedulerImpl: Assigning {host}:13562 with 1 to {f}\0{head}ShuffleSchedulerImpl: "
+                    f"assigned 1 of 1 to {host}:13562 to {f}\0" + body
+                )
+            add(((retry << 20) + seq + 1, body))
+            start = retry
+            seq += 2
+        return seq

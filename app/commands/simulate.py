@@ -1,13 +1,15 @@
 """``hcep simulate``: a seeded Hadoop cluster running the SWIM job mix, written out as genuine Hadoop artifacts.
 
-Writes DIR/hadoop/ (job history files, AM and reduce container syslogs), DIR/ganglia/samples.jsonl (per-host
-``load_one`` every 15 s; also RRDs or gmetric packets with ``--ganglia``), DIR/ground_truth.json (every anomaly by
-the definitions of collectors/README.md "Ground truth", planted or not) and DIR/jobs.jsonl (every job and task
-attempt).  The same seed gives the same files.
+Writes DIR/hadoop/ (job history files, AM, map and reduce container syslogs), DIR/ganglia/samples.jsonl (per-host
+``load_one`` every 15 s; also RRDs or gmetric packets with ``--ganglia``), DIR/ground_truth.json (SPEC 9: the
+faults injected, and the few natural entries), DIR/faults.json (the fault list used) and DIR/jobs.jsonl (every job
+and task attempt).  The same seed gives the same files; the same seed with and without faults, the same jobs and
+background.
 
 ``--live`` runs the cluster in real time instead (``simulator/live.py``): a compressed scenario starting
-now -- a thinned SWIM job mix plus one planted job per anomaly kind in the first seconds, repeated every
-``--showcase-every`` seconds -- whose log lines are appended to DIR/hadoop/ as the wall clock reaches their times and
+now -- a thinned SWIM job mix plus a few medium jobs, with the showcase fault list (one fault of each kind in the
+first seconds, again every ``--showcase-every`` seconds) -- whose log lines are appended to DIR/hadoop/ as the wall
+clock reaches their times and
 whose Ganglia rounds go to gmond (``--ganglia gmond HOST:PORT``) as they fall due.  It runs for ``--minutes`` or until
 Ctrl-C / SIGTERM.
 """
@@ -18,11 +20,12 @@ import argparse
 import os
 import shutil
 import sys
+from typing import Any
 
 from app.commands import CommandError
 from app.commands.argtypes import non_negative, positive, positive_int
 
-_OURS = ("hadoop", "ganglia", "ground_truth.json", "jobs.jsonl", ".plan")
+_OURS = ("hadoop", "ganglia", "ground_truth.json", "faults.json", "jobs.jsonl", ".plan")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,13 +49,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="rrd (default; not with --live) | gmond HOST:PORT | none; ganglia/samples.jsonl is always written",
     )
     parser.add_argument("--cluster", default="hadoop", help="Ganglia cluster name (default hadoop)")
-    parser.add_argument(
-        "--anomalies-per-hour",
-        type=non_negative,
-        default=4.0,
-        metavar="X",
-        help="planted anomalies of each kind per simulated hour (default 4; at least 1 unless 0)",
+    faults = parser.add_mutually_exclusive_group()
+    faults.add_argument(
+        "--faults",
+        metavar="FILE",
+        help='inject exactly these faults: a JSON list of {"kind", "at" (s from start), "severity"}; kinds: '
+        "map_data_skew, reduce_data_skew, slow_node, hung_fetch, held_output, runaway_reducer. Without it: the "
+        "default mix, 3 faults of each kind per simulated hour (at least 1), at uniform times after the first 5 "
+        "minutes, severities drawn across and below each kind's floor (skews 2-12x, slow_node 1.3-5x, hung_fetch "
+        "15-600 s, held_output 60-900 s, runaway_reducer 1-12); --live: the showcase (one of each kind at the start "
+        "and every --showcase-every s)",
     )
+    faults.add_argument("--no-faults", action="store_true", help="the background alone (no fault injected)")
     parser.add_argument(
         "--log-format",
         choices=("hadoop2", "hadoop3"),
@@ -78,7 +86,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=non_negative,
         default=600.0,
         metavar="S",
-        help="plant the showcase (one job per anomaly kind) at the start and every S seconds "
+        help="inject the showcase (one fault of each kind) at the start and every S seconds "
         "(default 600; 0: only at the start)",
     )
     live.add_argument("--step", type=positive, default=5.0, metavar="S", help="seconds between Ganglia rounds (5)")
@@ -100,8 +108,27 @@ def _ganglia_mode(values: list[str]) -> tuple[str, str | None]:
     raise CommandError("--ganglia takes rrd, none, or gmond HOST:PORT")
 
 
+def _faults(args: argparse.Namespace) -> list[dict[str, Any]] | None:
+    """The fault list of --faults / --no-faults (None: the default mix, or the showcase with --live)."""
+    from simulator.faults import FaultError, parse
+
+    if args.no_faults:
+        return []
+    if not args.faults:
+        return None
+    try:
+        with open(args.faults, encoding="utf-8") as handle:
+            return parse(handle.read(), args.faults)
+    except OSError as err:
+        raise CommandError(f"--faults {args.faults}: {err.strerror}") from None
+    except FaultError as err:
+        raise CommandError(str(err)) from None
+
+
 def run(args: argparse.Namespace) -> int:
     from simulator import SimConfig, simulate
+
+    faults = _faults(args)
 
     mode, gmond = _ganglia_mode(args.ganglia or ["none" if args.live else "rrd"])
     if args.live and mode == "rrd":
@@ -116,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             os.remove(path)
     if args.live:
-        return _live(args, mode, gmond)
+        return _live(args, mode, gmond, faults)
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     cfg = SimConfig(
         nodes=args.nodes,
@@ -125,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         start=args.start,
         trace=args.trace,
         cluster=args.cluster,
-        anomalies_per_hour=args.anomalies_per_hour,
+        faults=faults,
         log_format=args.log_format,
         progress=show,
     )
@@ -134,20 +161,18 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise CommandError(f"simulate: {err}") from None
     files = summary["files"]
-    planted = sum(summary["planted"].values())
-    listed = sum(summary["anomalies"].values())
     print(
         f"simulate: {summary['jobs']} jobs ({summary['counts']['map_attempts']} map and "
         f"{summary['counts']['reduce_attempts']} reduce attempts, {summary['counts']['pulls']} shuffle pulls) on "
-        f"{args.nodes} nodes; {files['jhist']} history files, {files['am'] + files['reduce']} syslogs, "
-        f"{summary['samples']} load samples, {planted} anomalies planted, {listed} in the ground truth -> {args.out} "
-        f"({summary['seconds']} s)",
+        f"{args.nodes} nodes; {files['jhist']} history files, {files['am'] + files['reduce'] + files['map']} syslogs, "
+        f"{summary['samples']} load samples, {summary['faults']} faults injected ({summary['actionable']} "
+        f"actionable), {summary['natural']} natural entries -> {args.out} ({summary['seconds']} s)",
         file=sys.stderr,
     )
     return 0
 
 
-def _live(args: argparse.Namespace, mode: str, gmond: str | None) -> int:
+def _live(args: argparse.Namespace, mode: str, gmond: str | None, faults: list[dict[str, Any]] | None) -> int:
     import json
     import signal
     import threading
@@ -165,6 +190,7 @@ def _live(args: argparse.Namespace, mode: str, gmond: str | None) -> int:
         trace=args.trace,
         cluster=args.cluster,
         log_format=args.log_format,
+        faults=faults,
     )
     try:
         summary = live.plan(cfg, args.out, showcase_every=args.showcase_every, keep=args.keep)
@@ -182,7 +208,7 @@ def _live(args: argparse.Namespace, mode: str, gmond: str | None) -> int:
         f"from {when} UTC for {args.minutes:g} min into {args.out} (Ganglia: {gmond if mode == 'gmond' else 'none'})"
     )
     for line in live.describe(truth, cfg.start):
-        say(f"  planted {line}")
+        say(f"  fault {line}")
 
     def stop(_signum: int, _frame: object) -> None:
         player.stop()

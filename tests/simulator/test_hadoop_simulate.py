@@ -1,4 +1,4 @@
-"""The simulator: its artifacts parse back into every planted job, task and anomaly; same seed, same bytes."""
+"""The simulator: its artifacts parse back into every job, task and attempt; same seed, same bytes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import argparse
 import hashlib
 import io
 import json
-import statistics
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from app.cli import CommandError
 from app.commands import simulate as simulate_cmd
 from collectors.hadoop.collect import Summary, collect
 from collectors.hadoop.deadletter import DeadLetterSink
-from simulator import SimConfig, detect, simulate, swim
+from simulator import SimConfig, simulate, swim
 
 SMALL = {"nodes": 20, "hours": 0.2, "seed": 7}
 
@@ -58,7 +57,7 @@ def test_every_job_and_attempt_comes_back(run: dict) -> None:
     reducers = {e["attempt_id"] for e in _by_type(events, "Reducer")}
     assert reducers == {a[0] for j in jobs for a in j["reduce_attempts"]}
     assert len(_by_type(events, "ReducerStart")) == len(_by_type(events, "ReducerEnd")) == len(reducers)
-    assert run["truth"]["counts"]["map_attempts"] == len(mappers)
+    assert run["summary"]["counts"]["map_attempts"] == len(mappers)
     assert set(mappers.values()) <= {"SUCCEEDED", "FAILED", "KILLED"}
     succeeded = Counter(e["task_id"] for e in _by_type(events, "Mapper") if e["status"] == "SUCCEEDED")
     assert set(succeeded.values()) == {1} and len(succeeded) == sum(j["maps"] for j in jobs)
@@ -66,19 +65,14 @@ def test_every_job_and_attempt_comes_back(run: dict) -> None:
 
 def test_am_logs_alone_recover_the_same_facts(run: dict) -> None:
     """Without the history files (a running job), the AM logs give the same jobs, attempts and periods."""
-    am_events = list(collect([str(run["out"] / "hadoop" / "nodes")]))
-    full = {
-        (e["type"], e.get("attempt_id") or e["job_id"]): e
-        for e in run["events"]
-        if e["type"] not in ("DataPull", "DataIO")
-    }
+    once = ("JobStart", "JobEnd", "Mapper", "Reducer", "ReducerStart", "ReducerEnd")  # one per job or attempt
+    am_events = [e for e in collect([str(run["out"] / "hadoop" / "nodes")]) if e["type"] in once]
+    full = {(e["type"], e.get("attempt_id") or e["job_id"]): e for e in run["events"] if e["type"] in once}
     for e in am_events:
-        if e["type"] in ("DataPull", "DataIO"):
-            continue
         twin = full[(e["type"], e.get("attempt_id") or e["job_id"])]
         for key in ("ts", "job_id", "host", "period", "status", "user", "queue", "maps", "reduces", "speculative"):
             assert e.get(key) == twin.get(key), (key, e, twin)
-    assert len([e for e in am_events if e["type"] not in ("DataPull", "DataIO")]) == len(full)
+    assert len(am_events) == len(full)
 
 
 def test_shuffle_and_queue_accounting(run: dict) -> None:
@@ -87,57 +81,17 @@ def test_shuffle_and_queue_accounting(run: dict) -> None:
     queued: dict[str, int] = defaultdict(int)
     for e in _by_type(events, "DataIO"):
         queued[e["job_id"]] += e["size"]
+    # A reducer whose fetch timed out (hung_fetch beyond the read timeout) logs a retry: its pulls are the
+    # collectors' to pair (issue 24 item 2), not checked here.
+    retried = {f["affected"]["job_id"][0] for f in run["truth"]["faults"] if f["kind"] == "hung_fetch" and f["entity"]}
     for job in jobs:
+        if job["job_id"] in retried:
+            continue
         assert pulls.get(job["job_id"], 0) == job["pulls"]
         assert queued.get(job["job_id"], 0) == 0  # everything written was fetched
     written = sum(e["size"] for e in _by_type(events, "DataIO") if e["size"] > 0)
     assert written == sum(j["map_output_bytes"] for j in jobs)
     assert all(e["host"].endswith(".hcep.local") for e in _by_type(events, "DataPull"))
-
-
-def test_listed_anomalies_show_in_the_logs(run: dict) -> None:
-    """Every planted anomaly is listed, and each listed one's figures (computed from the simulator's exact values)
-    are what the collected events show."""
-    events, truth = run["events"], run["truth"]
-    anomalies = truth["anomalies"]
-    assert truth["planted_per_kind"] == {k: sum(e["planted"] for e in v) for k, v in anomalies.items()}
-    assert all(n == 1 for n in truth["planted_per_kind"].values()), truth["planted_per_kind"]
-    assert not any(truth["planted_not_anomalous"].values()), truth["planted_not_anomalous"]
-    for kind, etype in (("skewed_mapper", "Mapper"), ("skewed_reducer", "Reducer")):
-        for entry in anomalies[kind]:
-            mine = [e for e in _by_type(events, etype) if e["job_id"] == entry["job_id"]]
-            slowest = max(mine, key=lambda e: e["period"])
-            assert (slowest["attempt_id"], slowest["period"], slowest["host"], slowest["status"]) == (
-                entry["attempt_id"],
-                entry["duration"],
-                entry["host"],
-                entry["status"],
-            )
-            assert statistics.median(e["period"] for e in mine if e["status"] == "SUCCEEDED") == pytest.approx(
-                entry["median"], abs=1e-6
-            )
-            assert len(mine) == entry["attempts"] >= 5 and entry["ratio"] >= 4 and entry["excess"] >= 120
-    for entry in anomalies["slow_pull"]:
-        pulls = [e for e in _by_type(events, "DataPull") if e["task_id"] == entry["task_id"]]
-        slow = next(e for e in pulls if e["map_attempt"] == entry["map_attempt"])
-        before = [e["period"] for e in pulls if e["ts"] < slow["ts"]]
-        assert (slow["ts"], slow["period"], slow["host"]) == (entry["ts"], entry["period"], entry["host"])
-        assert len(before) == entry["pulls_before"] >= 2
-        assert slow["period"] >= max(30.0, 10 * statistics.fmean(before))
-    for entry in anomalies["queued_output"]:  # the same definition over the DataIO events gives the same interval
-        io = [e for e in _by_type(events, "DataIO") if e["job_id"] == entry["job_id"]]
-        sizes = [(round(e["ts"] * 1000), e["size"]) for e in io]
-        held = detect.queued([x for x in sizes if x[1] > 0], [(t, -b) for t, b in sizes if b < 0], 0)
-        assert (held.start_ms / 1e3, held.held_ms / 1e3, held.peak_bytes) == (
-            entry["start"],
-            entry["held_for"],
-            entry["peak_queued_bytes"],
-        )
-    for entry in anomalies["unbalancing_reducer"]:
-        assert entry["peak_contribution"] >= 8 and entry["load_std_max_during"] > entry["threshold"]
-        start = next(e for e in _by_type(events, "ReducerStart") if e["attempt_id"] == entry["attempt_id"])
-        assert (start["host"], start["ts"]) == (entry["host"], entry["start"])
-        assert entry["start"] <= entry["knowable_at"] <= entry["end"]
 
 
 def test_jhist_files_follow_the_avro_schema(run: dict) -> None:
@@ -180,7 +134,7 @@ def test_same_seed_same_artifacts(tmp_path: Path) -> None:
 
 
 def test_hadoop3_log_format_round_trip(tmp_path: Path) -> None:
-    simulate(SimConfig(nodes=10, hours=0.1, seed=5, log_format="hadoop3"), str(tmp_path), ganglia="none")
+    simulate(SimConfig(nodes=10, hours=0.1, seed=5, log_format="hadoop3", faults=[]), str(tmp_path), ganglia="none")
     reduce_logs = [p for p in (tmp_path / "hadoop" / "nodes").rglob("syslog") if "EventFetcher" in p.read_text()]
     assert reduce_logs
     assert not any("sent hash and received reply" in p.read_text() for p in reduce_logs)
