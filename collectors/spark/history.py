@@ -101,6 +101,18 @@ class HistoryClient:
             os.remove(zip_path)
 
 
+class _Relabelled(DeadLetterSink):
+    """Dead letters of a downloaded log, named after where it came from (``URL app [attempt]/file:line``): the
+    temporary copy they were read from is gone by the time anyone looks."""
+
+    def __init__(self, inner: DeadLetterSink, tmp: str, label: str) -> None:
+        super().__init__()
+        self.inner, self.tmp, self.label = inner, tmp.rstrip(os.sep) + os.sep, label
+
+    def write(self, source: str, location: str, reason: str, raw: str | bytes) -> None:
+        self.inner.write(source.replace(self.tmp, self.label), location.replace(self.tmp, self.label), reason, raw)
+
+
 def collect_history(
     url: str,
     *,
@@ -126,7 +138,8 @@ def collect_history(
                 continue
             part = Summary()
             part.stats = summary.stats
-            yield from collect(tmp, delta=delta, deadletter=deadletter, summary=part, on_bytes=on_bytes)
+            sink = _Relabelled(deadletter, tmp, f"{client.url} {attempt}/")
+            yield from collect(tmp, delta=delta, deadletter=sink, summary=part, on_bytes=on_bytes)
             summary.logs += part.logs
             summary.unfinished += part.unfinished
             summary.files += part.files

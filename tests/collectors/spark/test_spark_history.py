@@ -14,6 +14,7 @@ import pytest
 
 from app.cli import main
 from collectors.spark import events as ev
+from collectors.spark.history import Attempt, HistoryClient, HistoryServerError, collect_history
 from tests.collectors.spark import planted
 from tests.collectors.spark.conftest import run_collect
 from tests.collectors.spark.history import HistoryServer, Tally, compare
@@ -110,3 +111,40 @@ def test_this_runs_spark_session_agrees(spark: Any, spark_event_dir: Path, histo
     assert total.apps == 1 and total.stages >= 4 and total.executors == 1
     assert [e for e in events if e["type"] == ev.JOB_END and e["status"] == "FAILED"]
     assert summary.unfinished == 1
+
+
+class _Served(HistoryClient):
+    """A History Server's answers without one: two attempts, the second's logs unavailable (the REST calls
+    themselves are tested against the real server above)."""
+
+    def __init__(self, log: Path) -> None:
+        super().__init__("http://history.example:18080")
+        self.log = log
+
+    def attempts(self) -> list[Attempt]:
+        return [Attempt("local-1", None, True), Attempt("app-2", "1", True)]
+
+    def download_logs(self, attempt: Attempt, target: str) -> None:
+        if attempt.app_id == "app-2":
+            raise HistoryServerError("http://history.example:18080/api/v1/applications/app-2/1/logs: HTTP 404")
+        shutil.copy(self.log, Path(target) / self.log.name)
+
+
+def test_history_source_names_where_bad_lines_and_missing_logs_came_from(tmp_path: Path) -> None:
+    """A dead letter of a downloaded log names the server, the attempt and the file (its temporary copy is gone); an
+    attempt whose logs cannot be had is named as not read."""
+    from collectors.hadoop.deadletter import DeadLetterSink
+    from collectors.spark.collect import Summary
+    from tests.collectors.spark.conftest import LOGS, fixture
+
+    log = tmp_path / "local-1"
+    lines = (LOGS / fixture("plain")["path"]).read_text().splitlines()
+    lines[5] = '{"Event":"SparkListenerTaskEnd","Stage ID":"zero"}'
+    log.write_text("\n".join(lines) + "\n")
+    summary, dead = Summary(), DeadLetterSink.memory()
+    events = list(collect_history("", deadletter=dead, summary=summary, client=_Served(log)))
+    assert events and summary.logs == 1 and summary.skipped == 1
+    (letter,) = dead.records or []
+    assert letter["location"] == "http://history.example:18080 local-1/local-1:6"
+    (missing,) = summary.skipped_paths
+    assert missing.startswith("http://history.example:18080 app-2 attempt 1: ") and "HTTP 404" in missing
