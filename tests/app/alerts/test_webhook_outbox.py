@@ -101,7 +101,9 @@ def _sender(path: str, url: str, *, owner: str = "p1", batch: int = 50, kill_aft
     """A sender posting through :func:`post`; with ``kill_after`` it dies right after that many 2xx answers."""
     answered = [0]
 
-    def deliver(hook: Webhook, alerts: list[dict[str, Any]], timeout: float = 5.0, ids: list[str] | None = None):
+    def deliver(
+        hook: Webhook, alerts: list[dict[str, Any]], timeout: float = 5.0, ids: list[str] | None = None
+    ) -> None:
         post(hook, alerts, timeout=timeout, ids=ids)
         answered[0] += 1
         if answered[0] == kill_after:
@@ -143,7 +145,7 @@ def test_a_post_cut_between_the_2xx_and_the_mark_goes_out_again_whole_under_its_
     assert keys == [post_key(first), post_key(first), post_key(second)]
     assert hook.ids(keys[0]) == first * 2 and hook.ids(keys[2]) == second  # the same entries, again
     # A receiver that drops repeated keys, or repeated transition ids, sees every transition once.
-    by_key = [carried_transition_id(a) for i, (k, al) in enumerate(hook.posts) if k not in keys[:i] for a in al]
+    by_key = [str(carried_transition_id(a)) for i, (k, al) in enumerate(hook.posts) if k not in keys[:i] for a in al]
     assert sorted(by_key) == sorted(set(hook.ids())) == sorted(first + second)
 
 
