@@ -1,10 +1,11 @@
-"""What the live demo tells its viewer: where to look for each planted anomaly and which alert it raises (about
-when), and a status line now and then.
+"""What the live demo tells its viewer: where to look for each injected fault and which alert it raises (about when),
+and a status line now and then.
 
-The times are estimates from the simulator's ground truth: an anomaly becomes an alert when it became knowable from
-the logs (``knowable_at``: the slow pull ended, the runaway reducer's host stood out in a Ganglia round, the map
-output had waited three minutes, the skewed job ended) plus :data:`LATENCY` for the collectors, Kafka and the
-service's watermark.
+The faults are the simulator's (``ground_truth.json``, SPEC 9): their kind, entity, onset and end.  Which alert names
+a kind is the Hadoop pack's business (each alert rule labels its ``kind``); the guide reads that from the pack and
+otherwise says "the alert for <kind>".  The times are estimates: a fault's onset plus how long its cause takes to
+show (:data:`SHOWS_AFTER`, from the kinds' floors: a skewed task 2 minutes longer, output held 3 minutes, a fetch
+stalled a minute) plus :data:`LATENCY` for the collectors, Kafka and the service's watermark.
 """
 
 from __future__ import annotations
@@ -18,87 +19,105 @@ from contracts.alerts import severity_rank
 from contracts.store import StoreReader
 
 MIB = 1 << 20
-#: Seconds from an anomaly being knowable in the logs to its alert: the collectors' polling, Kafka, the service's
+#: Seconds from a fault's cause showing in the logs to its alert: the collectors' polling, Kafka, the service's
 #: watermark (allowed lateness) and its checkpoint.
 LATENCY = 15.0
-#: The alert rule of the Hadoop pack that finds each kind of anomaly (its ``anomaly`` label), and the view that shows
-#: the records behind it.
-RULES = {
-    "unbalancing_reducer": ("UnbalancingReducer", "imbalance"),
-    "slow_pull": ("ShufflePullStall", "stragglers"),
-    "queued_output": ("HeldMapOutput", "queuing"),
-    "skewed_mapper": ("MapperSkew", "jobs"),
-    "skewed_reducer": ("ReducerSkew", "jobs"),
+#: Seconds from a fault's onset until its cause has reached the kind's floor (SPEC 9): what a rule must wait for.
+SHOWS_AFTER = {
+    "hung_fetch": 60.0,
+    "runaway_reducer": 60.0,
+    "held_output": 180.0,
+    "map_data_skew": 120.0,
+    "reduce_data_skew": 120.0,
+    "slow_node": 300.0,
+}
+#: The dashboard view that shows each kind's records, and what to call the fault's cause.
+VIEWS = {
+    "runaway_reducer": ("imbalance", "a reducer spins and drives its host's load_one up"),
+    "hung_fetch": ("stragglers", "one shuffle fetch of a reducer stalls"),
+    "held_output": ("queuing", "the job's reducers get no container while its map output waits"),
+    "map_data_skew": ("jobs", "one map reads a split several times the job's median"),
+    "reduce_data_skew": ("jobs", "one reducer gets a partition several times the median"),
+    "slow_node": ("overview", "every task attempt on one host runs several times slower (a failing disk)"),
 }
 
 
-def _first(truth: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    """The first planted anomaly of ``kind`` (the first showcase round's): the truth also lists natural ones."""
-    items = (truth.get("anomalies") or {}).get(kind) or []
-    return next((a for a in items if a.get("planted")), None)
+def alerts_by_kind(pack: Path | None) -> dict[str, list[str]]:
+    """Kind -> the names of the pack's alert rules labelled with it (``labels: {kind: ...}``); empty without a pack."""
+    if pack is None:
+        return {}
+    import yaml
+
+    try:
+        doc = yaml.safe_load(Path(pack).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return {}
+    out: dict[str, list[str]] = {}
+    for rule in doc.get("alerts") or []:
+        kind = ((rule or {}).get("labels") or {}).get("kind")
+        if isinstance(kind, str) and rule.get("name"):
+            out.setdefault(kind, []).append(str(rule["name"]))
+    return out
 
 
-def expected_alerts(truth: dict[str, Any]) -> list[dict[str, Any]]:
-    """The alerts the first showcase round should raise, earliest first: ``kind``, ``rule``, ``job_id``,
-    ``task_id`` (for the per-reducer rules), ``view`` and ``at`` (epoch seconds, about when it shows)."""
+def first_faults(truth: dict[str, Any]) -> list[dict[str, Any]]:
+    """The first targeted fault of each kind (the first showcase round's), in onset order."""
+    first: dict[str, dict[str, Any]] = {}
+    for f in truth.get("faults") or []:
+        if f.get("entity") and f.get("onset") is not None and f["kind"] not in first:
+            first[f["kind"]] = f
+    return sorted(first.values(), key=lambda f: f["onset"])
+
+
+def alert_name(kind: str, names: dict[str, list[str]]) -> str:
+    found = names.get(kind)
+    return " or ".join(found) if found else f"the alert for {kind}"
+
+
+def expected_alerts(truth: dict[str, Any], names: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+    """The alerts the first showcase round should raise, earliest first: ``kind``, ``rule`` (the pack's alert names
+    for the kind, a list, maybe empty), ``label`` and ``entity`` (what the alert must name: ``job_id``, ``task_id`` or
+    ``host``), ``job_id`` (the fault's job, when it has one), ``view`` and ``at`` (epoch seconds, about when)."""
+    names = names or {}
     out = []
-    for kind, (rule, view) in RULES.items():
-        a = _first(truth, kind)
-        if a is None:
-            continue
-        knowable = float(a.get("knowable_at") or a.get("job_end") or a.get("ts") or a.get("end") or 0.0)
-        task = a.get("task_id") if kind in ("slow_pull", "unbalancing_reducer") else None
+    for f in first_faults(truth):
+        label, entity = next(iter(f["entity"].items()))
+        jobs = (f.get("affected") or {}).get("job_id") or []
         out.append(
-            {"kind": kind, "rule": rule, "job_id": a["job_id"], "task_id": task, "view": view, "at": knowable + LATENCY}
+            {
+                "kind": f["kind"],
+                "rule": names.get(f["kind"], []),
+                "label": label,
+                "entity": entity,
+                "job_id": jobs[0] if label != "host" and jobs else None,
+                "view": VIEWS[f["kind"]][0],
+                "at": float(f["onset"]) + SHOWS_AFTER[f["kind"]] + LATENCY,
+            }
         )
     return sorted(out, key=lambda e: e["at"])
 
 
-def look_for(truth: dict[str, Any], url: str, start: float) -> list[str]:
-    """Lines naming each planted anomaly of the first showcase round, the view (URL) that shows it, and the alert it
-    raises about when (seconds after the simulated cluster's start)."""
+def look_for(truth: dict[str, Any], url: str, start: float, names: dict[str, list[str]] | None = None) -> list[str]:
+    """Lines naming each fault of the first showcase round, the view (URL) that shows it, and the alert it raises
+    about when (seconds after the simulated cluster's start)."""
     out: list[str] = []
     url = url.rstrip("/")
-    when = {e["kind"]: e["at"] - start for e in expected_alerts(truth)}
-    if (a := _first(truth, "queued_output")) is not None:
-        out.append(f"Queuing     {url}/queuing")
+    names = names or {}
+    faults = {f["kind"]: f for f in first_faults(truth)}
+    for e in expected_alerts(truth, names):
+        f = faults[e["kind"]]
+        view, cause = VIEWS[e["kind"]]
+        query = f"?{'task' if e['label'] == 'task_id' else 'job_detail'}={quote(e['entity'])}" if e["job_id"] else ""
+        out.append(f"{e['kind']:<17} {url}/{view}{query}")
         out.append(
-            f"            {a['job_id']} keeps {a['peak_queued_bytes'] / MIB:.0f} MiB of map output waiting for "
-            f"{a['held_for']:.0f} s before its reducers fetch it (Q4 from about +{a['start'] - start:.0f} s; "
-            f"alert HeldMapOutput once held 3 minutes, about +{when['queued_output']:.0f} s)"
+            f"                  {cause}: {e['label']} {e['entity']}, severity {f['severity']:g}, from "
+            f"+{f['onset'] - start:.0f} s to +{f['end'] - start:.0f} s (alert {alert_name(e['kind'], names)} about "
+            f"+{e['at'] - start:.0f} s)"
         )
-    if (a := _first(truth, "slow_pull")) is not None:
-        out.append(f"Stragglers  {url}/stragglers?task={quote(a['task_id'])}")
-        out.append(
-            f"            reducer {a['task_id']}: one shuffle pull from {a['host']} takes {a['period']:.1f} s "
-            f"against {a['mean_before']:.2f} s before it (Q3; alert ShufflePullStall about "
-            f"+{when['slow_pull']:.0f} s)"
-        )
-    if (a := _first(truth, "skewed_mapper")) is not None:
-        out.append(f"Jobs        {url}/jobs?job_detail={quote(a['job_id'])}")
-        out.append(
-            f"            straggling mapper {a['task_id']}: {a['duration']:.0f} s against a median of "
-            f"{a['median']:.0f} s in {a['job_id']} (Q1 once the job ends; alert MapperSkew about "
-            f"+{when['skewed_mapper']:.0f} s)"
-        )
-    if (a := _first(truth, "skewed_reducer")) is not None:
-        out.append(
-            f"            straggling reducer {a['task_id']}: {a['duration']:.0f} s against a median of "
-            f"{a['median']:.0f} s (Q2, job {a['job_id']}; alert ReducerSkew about "
-            f"+{when['skewed_reducer']:.0f} s)"
-        )
-    if (a := _first(truth, "unbalancing_reducer")) is not None:
-        out.append(f"Imbalance   {url}/imbalance?task={quote(a['task_id'])}")
-        out.append(
-            f"            reducer {a['task_id']} on {a['host']} drives its host far above the cluster's load "
-            f"(std-dev up to {a['load_std_max_during']}, threshold {a['threshold']}) from "
-            f"+{a['start'] - start:.0f} s to +{a['end'] - start:.0f} s (Q7; alert UnbalancingReducer about "
-            f"+{when['unbalancing_reducer']:.0f} s)"
-        )
-    out.append(f"Alerts      {url}/alerts   (and Overview {url}/ , Queries {url}/queries)")
+    out.append(f"Alerts            {url}/alerts   (and Overview {url}/ , Queries {url}/queries)")
     out.append(
-        "            the open alerts by job and reducer, warning or worse, each with its rule and evidence; "
-        "Alertmanager's state beside them"
+        "                  the open alerts by job, reducer and host, warning or worse, each with its rule and "
+        "evidence; Alertmanager's state beside them"
     )
     return out
 

@@ -12,7 +12,7 @@ In order, each step waiting until its part answers:
 5. the collectors, publishing to Kafka: ``hcep collect hadoop DIR --follow --kafka`` on the simulated cluster's log
    tree and ``hcep collect ganglia --gmond --kafka`` polling gmond;
 6. the simulated cluster, live (``hcep simulate --live``): it writes its Hadoop logs and sends its Ganglia rounds as
-   the wall clock passes, with the showcase anomalies planted in the first seconds;
+   the wall clock passes, with the showcase faults (one of each kind) injected in the first seconds;
 7. the dashboard (``hcep dashboard``) on the service's store (its match records and alert transitions) and
    metrics, Alertmanager, the collectors' event copies and the log tree.
 
@@ -554,11 +554,12 @@ class Demo:
                 f"--logs {_short(lay.cluster / 'hadoop')}"
             )
         self.say(
-            "What to look for (planted in the first seconds of the cluster"
+            "What to look for (faults injected in the first seconds of the cluster"
             + (f", and again every {o.showcase_every / 60:g} min" if o.showcase_every else "")
             + "):"
         )
-        for line in guide.look_for(self.truth, self.url if o.dashboard else "", start):
+        names = guide.alerts_by_kind(o.pack)
+        for line in guide.look_for(self.truth, self.url if o.dashboard else "", start, names):
             self.say("  " + line)
         if o.spark:
             for line in guide.spark_look_for(self.url if o.dashboard else ""):
