@@ -305,10 +305,17 @@ def test_a_simulated_cluster_shows_its_slow_pull_with_the_log_lines(
 
     sim, data = tmp_path / "sim", tmp_path / "data"
     data.mkdir()
-    hcep("simulate", "--nodes", "4", "--hours", "0.3", "--seed", "3", "--out", str(sim))
+    faults = tmp_path / "faults.json"  # one shuffle fetch stalled 40 s (within the read timeout: no retry)
+    faults.write_text('[{"kind": "hung_fetch", "at": 60, "severity": 40}]')
+    hcep("simulate", "--nodes", "4", "--hours", "0.3", "--seed", "3", "--faults", str(faults), "--out", str(sim))
     hcep("collect", "hadoop", str(sim / "hadoop"), "--out", str(data / "hadoop.jsonl"), "--no-progress")
-    truth = json.loads((sim / "ground_truth.json").read_text())["anomalies"]["slow_pull"][0]
+    fault = json.loads((sim / "ground_truth.json").read_text())["faults"][0]
     events = [json.loads(line) for line in (data / "hadoop.jsonl").read_text().splitlines() if line.strip()]
+    task = fault["entity"]["task_id"]
+    stalled = max((e for e in events if e["type"] == "DataPull" and e["task_id"] == task), key=lambda e: e["period"])
+    assert stalled["period"] >= fault["severity"]  # the stall, as the reducer's log shows it
+    truth = {"task_id": task, "period": stalled["period"], "map_task": stalled["map_task"], "host": stalled["host"]}
+    truth["map_attempt"] = stalled["map_attempt"]
     merged = tmp_path / "events.jsonl"
     merged.write_text("".join(json.dumps(e) + "\n" for e in sorted(events, key=lambda e: e["ts"])))
     out = subprocess.run(
