@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from contracts.records import record_id
+from contracts.records import IncrementIds, record_id
 from engine.evaluator import Clock, Record, Stats, register
 from engine.events import Event
 from engine.language.ast import Aggregate, walk
@@ -682,19 +682,19 @@ class Matcher:
         while x is not None and x is not stop:
             new.append(x.event)
             x = x.prev
-        if chain is not None and x is stop:
-            parent = chain[1]
         if len(new) > 1:
             new.sort(key=_id_key)
-        else:
-            new.reverse()
-        match[comps[last].var] = [e.id for e in new]
-        rec: dict[str, Any] = {"query": self.name}
-        if parent is not None:
-            rec["extends"] = parent
-        rec["match"] = match
-        rid = record_id(rec)
-        r.chain = (cell, rid)
+        grow = comps[last].var
+        ids = [e.id for e in new]
+        match[grow] = ids
+        if chain is not None and x is stop:
+            parent = chain[1]
+            ider: IncrementIds = chain[2] or IncrementIds(self.name, match, grow)  # None: restored from a snapshot
+            rid = ider.of(parent, ids)
+        else:  # the chain's first record: the ordinary id of its whole signature
+            rid = record_id({"query": self.name, "match": match})
+            ider = IncrementIds(self.name, match, grow)
+        r.chain = (cell, rid, ider)
         out: dict[str, Any] = {"query": self.name, "id": rid}
         if parent is not None:
             out["extends"] = parent

@@ -8,7 +8,8 @@ from typing import Any
 class Run:
     """One partial match: the component it waits at (``k``), whether that Kleene component has elements (``kin``),
     the binding, the first/last selected times and the equivalence values bound so far (``eqv``); ``chain``: for a
-    run written as increments (semantics section 5), the Kleene cell and the id of its last record (None before it)."""
+    run written as increments (semantics section 5), the Kleene cell and the id of its last record and the
+    :class:`contracts.records.IncrementIds` that computes the next ids (None before its first record)."""
 
     __slots__ = ("k", "kin", "bind", "t_first", "t_last", "t_prev", "eqv", "chain")
 
@@ -21,7 +22,7 @@ class Run:
         t_last: float,
         t_prev: float,
         eqv: tuple[Any, ...],
-        chain: tuple[Any, str] | None = None,
+        chain: tuple[Any, str, Any] | None = None,
     ) -> None:
         self.k = k
         self.kin = kin

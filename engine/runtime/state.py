@@ -126,7 +126,7 @@ def restore(m: Matcher, state: Mapping[str, Any], codec: EventCodec | None = Non
                     dec_float(t_last),
                     dec_float(t_prev),
                     tuple(eqv),
-                    None if chain is None else (unbound(chain[0]), str(chain[1])),
+                    None if chain is None else (unbound(chain[0]), str(chain[1]), None),
                 )
             )
         key = key_of(runs[0].eqv[0]) if m.partitioned else None
