@@ -139,6 +139,7 @@ class PackFeeder:
             if type(m).feed is Matcher.feed and isinstance(m, Matcher) and m.skip_irrelevant
         ]
         self.always = [i for i in range(len(self.matchers)) if i not in self.imprecise and i not in self.nfa]
+        self._imprecise_ms = [self.matchers[i] for i in self.imprecise]
         self.routes: dict[str, tuple[int, ...]] = {}
         self.now = NEG_INF  # largest lower bound (imprecise clock)
         self.umax: int = max((self.matchers[i].umax for i in self.imprecise), default=max_uncertainty)
@@ -157,9 +158,15 @@ class PackFeeder:
         return out
 
     def _due(self) -> None:
-        ms = self.matchers
-        self.wake = min((ms[i].wake for i in self.imprecise), default=math.inf)
-        self.prune_at = min((ms[i].prune_at for i in self.imprecise), default=math.inf)
+        # Runs after every event an imprecise evaluator took: a plain loop (the generator mins it replaces were 4 %
+        # of the Hadoop pack's time).
+        wake = prune_at = math.inf
+        for m in self._imprecise_ms:
+            if m.wake < wake:
+                wake = m.wake
+            if m.prune_at < prune_at:
+                prune_at = m.prune_at
+        self.wake, self.prune_at = wake, prune_at
 
     def clock(self) -> Clock:
         return Clock(self.last_t, self.now, self.umax, self.fed)
