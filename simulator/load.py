@@ -1,9 +1,9 @@
 """Per-host ``load_one`` as Ganglia would sample it every 15 s.
 
 Each running container adds to its host's run queue (a map or a reducer's reduce phase 1.0, a reducer's shuffle 0.3,
-an ApplicationMaster 0.1) on top of a small per-host background; a planted runaway reducer ramps its host's run queue
-up to a peak.  ``load_one`` is the kernel's one-minute exponentially damped average of the run queue, updated every
-5 s; Ganglia reports it with a little jitter.
+an ApplicationMaster 0.1) on top of a per-host background with its own noise (a base, a slowly wandering extra run
+queue of its own size, its own sampling jitter); a runaway reducer adds its spinning threads.  ``load_one`` is the
+kernel's one-minute exponentially damped average of the run queue, updated every 5 s.
 """
 
 from __future__ import annotations
@@ -56,6 +56,12 @@ class LoadRecorder:
         for node in range(len(hosts)):
             rng = random.Random(seed * 7919 + node)
             base = rng.uniform(0.02, 0.25)
+            # each node's own noise: daemons, cron jobs, the DataNode's scans -- a slowly wandering extra run queue
+            # (an Ornstein-Uhlenbeck process with its own size) and its own sampling jitter
+            wander = rng.uniform(0.05, 0.35)
+            jitter = rng.uniform(0.01, 0.06)
+            pull = _TICK / 180.0
+            extra = 0.0
             changes = sorted(self.changes[node])
             values: list[float] = []
             load = base
@@ -67,9 +73,10 @@ class LoadRecorder:
                 while i < len(changes) and changes[i][0] <= t:
                     queue += changes[i][1]
                     i += 1
-                load = load * _DECAY + max(queue, 0.0) * (1.0 - _DECAY)
+                extra += -pull * extra + wander * math.sqrt(2.0 * pull) * rng.gauss(0.0, 1.0)
+                load = load * _DECAY + max(queue + max(extra, -base), 0.0) * (1.0 - _DECAY)
                 if t >= next_sample - 1e-9:
-                    values.append(max(0.0, round(load + rng.gauss(0.0, 0.03), 2)))
+                    values.append(max(0.0, round(load + rng.gauss(0.0, jitter), 2)))
                     next_sample += step
                 t += _TICK
             series.append(values)
