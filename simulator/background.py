@@ -1,4 +1,4 @@
-"""The background of SPEC 9: what makes a healthy production cluster uneven, none of it a fault.
+"""The background of docs/semantics.md section 9: what makes a healthy production cluster uneven, none of it a fault.
 
 Every draw here is keyed by what it belongs to (the seed, a host, a job's task, one attempt), never by the order in
 which the scheduler happens to ask: so a fault, which changes timing and placement, cannot change the background of

@@ -1,10 +1,11 @@
-"""SPEC 9's background statistics, measured from the job history files alone (any Hadoop cluster's, not only ours).
+"""The background statistics of semantics section 9, measured from the job history files alone (any Hadoop cluster's,
+not only ours).
 
     python -m simulator.background_stats DIR [DIR ...]
 
 reads every ``*.jhist`` under each DIR (JSON-encoded history files, as the simulator and Hadoop's default
 ``mapreduce.jobhistory.jhist.format=json`` write them), parses them itself (nothing of the simulator's model), and
-prints, per DIR and against SPEC 9's bands:
+prints, per DIR and against the bands of semantics section 9:
 
 - over map and reduce phases with >= 3 successful attempts (durations finish - start of SUCCEEDED attempts):
   among phases of 3-10 such attempts, the mean of slowest / median (band [3, 12]);

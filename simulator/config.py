@@ -32,7 +32,7 @@ class SimConfig:
     reduce_rate: float = 15e6
     fetch_rate: float = 100e6
     fetch_overhead: float = 0.025
-    # -- the background (SPEC 9): heavy-tailed task costs, speculation, uneven splits, host generations -------------
+    # -- the background (semantics section 9): heavy-tailed task costs, speculation, uneven splits, host generations ---
     #: a task's own cost factor (every attempt of it shares it: costly records, a slow source): lognormal body ...
     task_sigma: float = 0.15
     #: ... and with this probability a Pareto tail (shape ``straggler_alpha``) from 1.5x up to ``straggler_cap``
@@ -45,7 +45,7 @@ class SimConfig:
     last_split_share: float = 0.35  #: share of maps that read the short last split of an input file
     speculate: bool = True  #: mapreduce.map.speculative
     map_failure_rate: float = 0.002
-    # -- faults (SPEC 9): None = the default mix; [] = none; else [{"kind", "at", "severity"}, ...] ---------------
+    # -- faults (semantics section 9): None = the default mix; [] = none; else [{"kind", "at", "severity"}, ...] -------
     faults: list[dict[str, Any]] | None = None
     faults_per_hour: float = 3.0  #: per kind, in the default mix
     # -- artifacts ----------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Faults by cause (SPEC 9): the fault list, the default mix, and each fault's target and state while it acts.
+"""Faults by cause (semantics section 9): the fault list, the default mix, and each fault's target and state while it
+acts.
 
 A fault names a kind, ``at`` (seconds from the window's start) and a severity.  Its target is drawn at ``at`` (or
 the first moment after it when one exists) among the entities on which the cause can meet its floor, from a random
@@ -21,8 +22,8 @@ from simulator.config import SimConfig
 from simulator.jobs import Job
 
 GIB = 1 << 30
-MIN_EXCESS_S = 120.0  #: SPEC 9: a skewed task must run this much longer than its job's median to warrant a warning
-#: SPEC 9's floor per kind (the severity from which an operator wants a warning)
+MIN_EXCESS_S = 120.0  #: semantics section 9: a skewed task must run this much longer than its job's median to warn
+#: The floor per kind, semantics section 9 (the severity from which an operator wants a warning)
 FLOORS = {
     "map_data_skew": 4.0,
     "reduce_data_skew": 4.0,

@@ -1,4 +1,4 @@
-"""``ground_truth.json`` (SPEC 9) and ``jobs.jsonl``: what the simulator caused, and every job's ids.
+"""``ground_truth.json`` (semantics section 9) and ``jobs.jsonl``: what the simulator caused, and every job's ids.
 
 The truth lists the injected faults, in the order given, each with its target, when its cause began and stopped,
 whether it is actionable (the floor's conditions, computed from what the cause did: the split or partition it made,

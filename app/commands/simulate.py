@@ -1,8 +1,8 @@
 """``hcep simulate``: a seeded Hadoop cluster running the SWIM job mix, written out as genuine Hadoop artifacts.
 
 Writes DIR/hadoop/ (job history files, AM, map and reduce container syslogs), DIR/ganglia/samples.jsonl (per-host
-``load_one`` every 15 s; also RRDs or gmetric packets with ``--ganglia``), DIR/ground_truth.json (SPEC 9: the
-faults injected, and the few natural entries), DIR/faults.json (the fault list used) and DIR/jobs.jsonl (every job
+``load_one`` every 15 s; also RRDs or gmetric packets with ``--ganglia``), DIR/ground_truth.json (semantics section 9:
+the faults injected, and the few natural entries), DIR/faults.json (the fault list used) and DIR/jobs.jsonl (every job
 and task attempt).  The same seed gives the same files; the same seed with and without faults, the same jobs and
 background.
 

@@ -1,10 +1,10 @@
 """What the live demo tells its viewer: where to look for each injected fault and which alert it raises (about when),
 and a status line now and then.
 
-The faults are the simulator's (``ground_truth.json``, SPEC 9): their kind, entity, onset and end.  Which alert names
-a kind is the Hadoop pack's business (each alert rule labels its ``kind``); the guide reads that from the pack and
-otherwise says "the alert for <kind>".  The times are estimates: a fault's onset plus how long its cause takes to
-show (:data:`SHOWS_AFTER`, from the kinds' floors: a skewed task 2 minutes longer, output held 3 minutes, a fetch
+The faults are the simulator's (``ground_truth.json``, semantics section 9): their kind, entity, onset and end.  Which
+alert names a kind is the Hadoop pack's business (each alert rule labels its ``kind``); the guide reads that from the
+pack and otherwise says "the alert for <kind>".  The times are estimates: a fault's onset plus how long its cause takes
+to show (:data:`SHOWS_AFTER`, from the kinds' floors: a skewed task 2 minutes longer, output held 3 minutes, a fetch
 stalled a minute) plus :data:`LATENCY` for the collectors, Kafka and the service's watermark.
 """
 
@@ -22,7 +22,7 @@ MIB = 1 << 20
 #: Seconds from a fault's cause showing in the logs to its alert: the collectors' polling, Kafka, the service's
 #: watermark (allowed lateness) and its checkpoint.
 LATENCY = 15.0
-#: Seconds from a fault's onset until its cause has reached the kind's floor (SPEC 9): what a rule must wait for.
+#: Seconds from a fault's onset until its cause reaches the kind's floor (semantics section 9): what a rule waits for.
 SHOWS_AFTER = {
     "hung_fetch": 60.0,
     "runaway_reducer": 60.0,

@@ -1,4 +1,4 @@
-"""Builders for the SPEC section 7 Hadoop events, stable event ids, and Hadoop id arithmetic.
+"""Builders for the docs/semantics.md section 7 Hadoop events, stable event ids, and Hadoop id arithmetic.
 
 Every collector goes through these helpers so that the same fact (say "attempt X of task T finished") becomes the same
 event shape whichever raw format it came from; :func:`semantic_key` lets the CLI drop the copy when a job is seen
@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.events import MAX_SECONDS
 
-#: SPEC section 1/7: Hadoop-log events are imprecise by half a second unless configured otherwise.
+#: docs/semantics.md sections 1 and 7: Hadoop-log events are imprecise by half a second unless configured otherwise.
 DEFAULT_DELTA = 0.5
 
 Event = dict[str, Any]

@@ -1,5 +1,5 @@
-"""The Alerts and Queuing views on a recorded simulated run, in Debian's Chromium: every actionable fault the
-simulator injected (its ground truth, SPEC 9) has a warning-or-worse alert naming its entity on the Alerts view, the
+"""The Alerts and Queuing views on a recorded simulated run, in Debian's Chromium: every actionable fault the simulator
+injected (its ground truth, semantics section 9) has a warning-or-worse alert naming its entity on the Alerts view, the
 warnings stay few, and the Queuing view never shows a negative queue (issue #15, section 6).
 
 The run is made here, as an operator would make it: ``hcep simulate --nodes 20 --hours 1 --ganglia none`` (a seed

@@ -1,6 +1,6 @@
-"""SPEC 9's world: the truth lists the injected faults (and nothing else), each cause shows in the logs as Hadoop would
-show it and nowhere is a fault marked, the background is the same with and without faults, and its statistics (read
-from the history files alone) lie in SPEC 9's bands on the tuned seed."""
+"""The world of docs/semantics.md section 9: the truth lists the injected faults (and nothing else), each cause shows in
+the logs as Hadoop would show it and nowhere is a fault marked, the background is the same with and without faults, and
+its statistics (read from the history files alone) lie in section 9's bands on the tuned seed."""
 
 from __future__ import annotations
 
