@@ -31,8 +31,9 @@ HERE = Path(__file__).parent
 #: local-cluster applications (a lost executor, GC pressure, a frozen executor).
 LOCAL_LOGS = [HERE / "data" / "eventlogs", ROOT / "tests" / "queries" / "spark_pack" / "data" / "eventlogs"]
 THIRD_PARTY = HERE / "fixtures"
-#: Fixtures that are not event logs the History Server reads (the Databricks rotated gzip part: neither reads it).
-NOT_LOGS = {"databricks_rotated"}
+#: Fixtures that are not Spark event logs (a Databricks rotated gzip part, a Hadoop job history file): neither reads
+#: them.
+NOT_LOGS = {"databricks_rotated", "hadoop_jhist"}
 
 
 def free_port() -> int:

@@ -148,8 +148,8 @@ def test_every_executor_lost_in_a_stage_and_late_task_ends(tmp_path: Path, capsy
 
 
 def test_formats_not_read_are_named_and_strict_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Defect 5: a Databricks rotated part (real, gzip), a Spark 1.0-1.2 legacy directory (its layout, with a real
-    log's bytes as EVENT_LOG_1: no such log is at hand) and a stray file are named on stderr with why; the summary
+    """Defect 5: a Databricks rotated part (real, gzip), a Hadoop job history file (real), a Spark 1.0-1.2 legacy
+    directory (its layout only: no such log is at hand) and a stray file are named on stderr with why; the summary
     counts them; ``--strict`` exits 2; the logs that are readable are still read."""
     logdir = tmp_path / "logs"
     logdir.mkdir()
@@ -161,16 +161,19 @@ def test_formats_not_read_are_named_and_strict_exits_2(tmp_path: Path, capsys: p
     (legacy / "SPARK_VERSION_1.2.0").touch()
     (legacy / "APPLICATION_COMPLETE").touch()
     (logdir / "notes.txt").write_text("not a log\n")
+    (jhist,) = logs_of("hadoop_jhist")  # real, from linkedin/dr-elephant
+    shutil.copy(jhist, logdir)
     shutil.copy(logs_of("spark2")[0], logdir)
     out = tmp_path / "events.jsonl"
     for strict, code in (([], 0), (["--strict"], 2)):
         assert main(["collect", "spark", str(logdir), "--out", str(out), "--no-progress", *strict]) == code
         err = capsys.readouterr().err
-        assert "1 logs (0 unfinished), 1 files (3 skipped)" in err
+        assert "1 logs (0 unfinished), 1 files (4 skipped)" in err
+        assert f"not read: {logdir / jhist.name}: a Hadoop 2 MapReduce job history file (.jhist)" in err
         assert f"not read: {logdir / gz.name}: gzip-compressed (a Databricks rotated" in err
         assert f"not read: {legacy}: a Spark 1.0-1.2 log directory" in err
         assert f"not read: {logdir / 'notes.txt'}: unknown suffix '.txt'" in err
-        assert ("--strict: 3 files or directories not read" in err) == bool(strict)
+        assert ("--strict: 4 files or directories not read" in err) == bool(strict)
         assert len(out.read_text().splitlines()) == 33
 
 
