@@ -148,3 +148,28 @@ def test_history_source_names_where_bad_lines_and_missing_logs_came_from(tmp_pat
     assert letter["location"] == "http://history.example:18080 local-1/local-1:6"
     (missing,) = summary.skipped_paths
     assert missing.startswith("http://history.example:18080 app-2 attempt 1: ") and "HTTP 404" in missing
+
+
+def test_history_scripts_are_idempotent_and_loopback_only(history_server: HistoryServer, tmp_path: Path) -> None:
+    """``history-start.sh`` again with the same settings leaves the running server alone (same PID); with another
+    log directory it refuses; the server listens on loopback only; ``history-stop.sh`` with nothing running is
+    fine."""
+    import subprocess
+
+    from tests.collectors.spark.history import DEPLOY
+
+    port = history_server.url.rsplit(":", 1)[1]
+    base = ["bash", str(DEPLOY / "history-start.sh"), "--run-dir", str(history_server.run_dir), "--port", port]
+    pid = (history_server.run_dir / "history.pid").read_text().strip()
+    again = subprocess.run(
+        [*base, "--log-dir", str(history_server.logdir)], capture_output=True, text=True, timeout=300
+    )
+    assert again.returncode == 0 and "already running" in again.stderr and f"PID={pid}" in again.stdout
+    other = subprocess.run([*base, "--log-dir", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert other.returncode == 1 and "with other settings" in other.stderr
+    if shutil.which("ss"):
+        listening = subprocess.run(["ss", "-H", "-ltnp"], capture_output=True, text=True, timeout=30).stdout
+        mine = [line.split()[3] for line in listening.splitlines() if f"pid={pid}," in line]
+        assert mine and all(a.startswith(("127.", "[::ffff:127.", "[::1]")) for a in mine), mine
+    stop = ["bash", str(DEPLOY / "history-stop.sh"), "--run-dir", str(tmp_path / "nothing")]
+    assert subprocess.run(stop, capture_output=True, timeout=60).returncode == 0
