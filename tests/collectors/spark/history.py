@@ -154,6 +154,18 @@ TASK_METRICS = (
     ("shuffle_local_bytes", ("shuffleReadMetrics", "localBytesRead"), int),
     ("fetch_wait", ("shuffleReadMetrics", "fetchWaitTime"), _ms_of),
     ("shuffle_write_bytes", ("shuffleWriteMetrics", "bytesWritten"), int),
+    ("shuffle_records_read", ("shuffleReadMetrics", "recordsRead"), int),
+    ("shuffle_records_written", ("shuffleWriteMetrics", "recordsWritten"), int),
+    ("input_records", ("inputMetrics", "recordsRead"), int),
+    ("output_records", ("outputMetrics", "recordsWritten"), int),
+    ("deserialize_time", ("executorDeserializeTime",), _ms_of),
+    ("result_size", ("resultSize",), int),
+    ("peak_memory", ("peakExecutionMemory",), int),
+)
+#: Nanosecond figures the collector keeps in seconds to the millisecond: compared at that precision.
+TASK_NANOS = (
+    ("cpu_time", ("executorCpuTime",)),
+    ("shuffle_write_time", ("shuffleWriteMetrics", "writeTime")),
 )
 _TASK_STATUS = {"SUCCESS": "SUCCEEDED", "FAILED": "FAILED", "KILLED": "KILLED"}
 
@@ -191,14 +203,21 @@ def compare(hs: HistoryServer, events: list[dict[str, Any]]) -> Tally:
 
 def _compare_jobs(hs: HistoryServer, base: str, where: str, events: list[dict[str, Any]]) -> None:
     mine = {e["spark_job_id"]: e for e in events if e["type"] == ev.JOB_END}
-    started = {e["spark_job_id"] for e in events if e["type"] == ev.JOB_START}
+    started = {e["spark_job_id"]: e for e in events if e["type"] == ev.JOB_START}
     theirs = {j["jobId"]: j for j in hs.get(f"{base}/jobs")}
-    assert set(theirs) == started, where
+    assert set(theirs) == set(started), where
     for job_id, job in theirs.items():
+        here = (where, "job", job_id)
+        assert started[job_id]["tasks"] == job["numTasks"], here  # as planned, skipped stages included
+        if not started[job_id].get("ts_estimated"):
+            assert _ms_of(started[job_id]["ts"]) == _ms(job["submissionTime"]), here
         if job["status"] == "RUNNING":
-            assert job_id not in mine, (where, job_id)
-        else:
-            assert mine[job_id]["status"] == job["status"], (where, job_id)
+            assert job_id not in mine, here
+            continue
+        end = mine[job_id]
+        assert end["status"] == job["status"], here
+        if not end.get("ts_estimated"):
+            assert _ms_of(end["ts"]) == _ms(job["completionTime"]), here
 
 
 def _compare_stages(hs: HistoryServer, base: str, where: str, events: list[dict[str, Any]]) -> Tally:
@@ -285,6 +304,8 @@ def _compare_tasks(
         if "taskMetrics" in task:
             for attr, path, unit in TASK_METRICS:
                 assert unit(m[attr]) == _metric(task, path), (what, attr)
+            for attr, path in TASK_NANOS:
+                assert m[attr] == round(_metric(task, path) * 1e-9, 3), (what, attr)
     if done is not None:
         ok = [t["duration"] for t in ended if t["status"] == "SUCCESS"]
         assert _ms_of(done["task_duration_max"]) == max(ok, default=0), here
