@@ -19,8 +19,8 @@ The lines used (Hadoop 2.x/3.x ``JobImpl``, ``TaskAttemptImpl``, ``TaskImpl``, `
 
 The AM log names the user only in staging paths that come after the launch, so JobStart (stamped with the launch time)
 is emitted once the user is known, at the first running attempt, or at the job's end, whichever comes first.  An
-attempt that never reached RUNNING produces no Mapper/Reducer (as in the job history file).  ``speculative: true``
-marks every event of an attempt created by "Scheduling a redundant attempt".
+attempt that never reached RUNNING produces no Mapper/Reducer (as in the job history file).  ``speculative`` is true
+on every event of an attempt created by "Scheduling a redundant attempt", false on the others'.
 """
 
 from __future__ import annotations
@@ -267,7 +267,7 @@ class AmLogParser(Log4jParser):
         self.used()
         att = self._attempt(attempt_id)
         kind = parsed[2]
-        extra: dict[str, object] = {"speculative": True} if att.speculative else {}
+        extra: dict[str, object] = {"speculative": att.speculative}
         if att.container:
             extra["container_id"] = att.container
         out: list[E.Event] = []

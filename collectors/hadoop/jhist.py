@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,12 @@ _IGNORED_TYPES = frozenset(
     }
 )
 _PRIMITIVE_BRANCHES = frozenset({"string", "long", "int", "boolean", "double", "float", "bytes", "array", "map"})
+
+
+#: A successful attempt's ``slowness`` is its duration over the median of the job's successful attempts of its kind
+#: that finished before it, once at least this many have: how much slower than its siblings it ran, which a slow
+#: host shows across jobs (a rule compares hosts, not jobs).
+SLOWNESS_SIBLINGS = 3
 
 
 class RecordError(ValueError):
@@ -104,6 +111,7 @@ class _JobState:
     containers: dict[str, str] = field(default_factory=dict)  # attempt id -> container id
     written: int = 0  # map output materialized so far (successful map attempts)
     maps_done: int = 0
+    periods: dict[str, list[float]] = field(default_factory=lambda: {"m": [], "r": []})  # successful, so far
 
 
 class JhistEvents:
@@ -221,7 +229,7 @@ class JhistEvents:
             raise RecordError(f"{etype}: malformed attempt id {attempt_id!r}")
         speculative = unwrap(rec.get("avataar")) == "SPECULATIVE"
         self.job.attempts[attempt_id] = (start, host, speculative)
-        extra: dict[str, Any] = {"speculative": True} if speculative else {}
+        extra: dict[str, Any] = {"speculative": speculative}
         container = unwrap(rec.get("containerId"))
         if isinstance(container, str) and container:
             self.job.containers[attempt_id] = extra["container_id"] = container
@@ -265,7 +273,7 @@ class JhistEvents:
             raise RecordError(f"{etype}: malformed attempt id {attempt_id!r}")
         _job_id, task_id, kind, _n = parsed
         start, _host, speculative = self.job.attempts.get(attempt_id, (None, host, False))
-        extra: dict[str, Any] = {"speculative": True} if speculative else {}
+        extra: dict[str, Any] = {"speculative": speculative}
         if attempt_id in self.job.containers:
             extra["container_id"] = self.job.containers[attempt_id]
         counters = rec.get("counters")
@@ -275,6 +283,14 @@ class JhistEvents:
             if start is None:
                 start, extra["start_known"] = finish, False
         finish_s = finish / 1000.0
+        period = (finish - start) / 1000.0
+        if status == "SUCCEEDED" and "start_known" not in extra:
+            done = self.job.periods[kind]
+            if len(done) >= SLOWNESS_SIBLINGS:
+                median = statistics.median(done)
+                if median > 0:
+                    extra["slowness"] = round(period / median, 3)
+            done.append(period)
         out = [
             E.task_attempt(
                 kind,
@@ -282,7 +298,7 @@ class JhistEvents:
                 self.ctx.eid(loc),
                 attempt_id,
                 host=host,
-                period=(finish - start) / 1000.0,
+                period=period,
                 status=status,
                 delta=self.ctx.delta,
                 **extra,

@@ -44,7 +44,7 @@ def test_json_jhist_events() -> None:
     mappers = {e["attempt_id"][-8:]: e for e in events if e["type"] == "Mapper"}  # "000001_0" -> event
     assert mappers["000001_0"]["status"] == "FAILED" and mappers["000001_0"]["period"] == 3.7
     assert mappers["000002_0"]["status"] == "KILLED" and mappers["000002_0"]["period"] == 26.2
-    assert mappers["000002_1"]["speculative"] is True and "speculative" not in mappers["000000_0"]
+    assert mappers["000002_1"]["speculative"] is True and mappers["000000_0"]["speculative"] is False
     assert mappers["000000_0"]["host"] == "node03.hcep.local" and mappers["000000_0"]["task_id"].endswith("_m_000000")
     reducer = next(e for e in events if e["type"] == "Reducer")
     assert reducer["period"] == 27.7 and reducer["task_id"] == "task_1700000000000_0007_r_000000"

@@ -228,14 +228,21 @@ def test_the_hadoop_pack_rules_load() -> None:
 
     pack = load_pack(data_path("hadoop.yaml"))
     rules = {r.name: r for r in pack.rules()}
-    assert set(rules) == {"MapperSkew", "ReducerSkew", "ShufflePullStall", "HeldMapOutput", "UnbalancingReducer"}
-    assert {r.labels["anomaly"] for r in rules.values()} == {
-        "skewed_mapper",
-        "skewed_reducer",
-        "slow_pull",
-        "queued_output",
-        "unbalancing_reducer",
+    kinds = {name: r.labels.get("kind") for name, r in rules.items()}
+    assert kinds == {  # every rule names the SPEC 9 fault kind it finds; none judges time skew alone
+        "MapDataSkew": "map_data_skew",
+        "MapDataSkewDone": "map_data_skew",
+        "ReduceDataSkew": "reduce_data_skew",
+        "SlowNode": "slow_node",
+        "HungFetch": "hung_fetch",
+        "HeldMapOutput": "held_output",
+        "HeldMapOutputEarly": "held_output",
+        "RunawayReducer": "runaway_reducer",
     }
+    assert all("anomaly" not in r.labels for r in rules.values())  # the old anomaly kinds are gone
+    entity = {"map_data_skew": "job_id", "reduce_data_skew": "job_id", "held_output": "job_id", "slow_node": "host"}
+    for name, r in rules.items():
+        assert r.group_by == (entity.get(str(kinds[name]), "task_id"),), name  # the label the fault's entity is in
     assert all(not q.alert for q in pack.queries)  # records are facts: no query alerts on every record any more
 
 

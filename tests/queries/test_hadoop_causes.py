@@ -1,0 +1,206 @@
+"""The Hadoop pack's rules name causes (docs/semantics.md section 9): each fires on the event shapes its cause leaves in
+Hadoop's logs, names the cause's entity, and stays quiet on the natural look-alike beside it.
+
+The traces are small and hand-built from the collectors' vocabulary (Hadoop events 0.5 s wide, Ganglia rounds 7.5 s,
+one LoadStd round every 15 s, as the collectors emit them); what each rule must do is written next to it.  The
+simulated-cluster check (one injected fault of each kind) is in ``test_hadoop_faults.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.commands.match import judge
+from engine import event_from_json
+from engine.language.packs import load_pack
+
+PACK = Path(__file__).resolve().parents[2] / "queries" / "hadoop.yaml"
+T0 = 1_700_000_000.0
+J = "job_1700000000000_0001"
+GIB = 1 << 30
+
+
+@pytest.fixture(scope="module")
+def pack() -> Any:
+    return load_pack(PACK)
+
+
+def rounds(until: float, every: float = 15.0) -> list[dict[str, Any]]:
+    """The cluster-wide Ganglia rounds: one LoadStd every ``every`` seconds from T0 to T0 + until."""
+    n = int(until // every)
+    return [{"type": "LoadStd", "ts": T0 + k * every, "delta": 7.5, "val": 0.3, "mean": 1.0} for k in range(n + 1)]
+
+
+def hadoop(etype: str, at: float, **attrs: Any) -> dict[str, Any]:
+    return {"type": etype, "ts": T0 + at, "delta": 0.5, **attrs}
+
+
+def warnings(pack: Any, events: list[dict[str, Any]]) -> list[tuple[str, str, float]]:
+    """(alertname, entity label value, startsAt - T0) of every firing warning or worse, in order."""
+    objs = sorted(events, key=lambda e: e["ts"])
+    evs = [event_from_json({"id": f"e{i}", **o}, seq=i, tick=pack.tick) for i, o in enumerate(objs)]
+    out = []
+    for alert in judge(pack, evs):
+        labels = alert.labels
+        if alert.ends_at is None and labels["severity"] in ("warning", "critical"):
+            entity = labels.get("job_id") or labels.get("host") or labels.get("task_id") or ""
+            out.append((labels["alertname"], entity, round(alert.starts_at - T0, 1)))
+    return out
+
+
+def container(n: int) -> str:
+    return f"container_1700000000000_0001_01_{n:06d}"
+
+
+def map_job(split_of: dict[int, int], runs: dict[int, float], start: float = 10.0) -> list[dict[str, Any]]:
+    """A job of len(split_of) maps started together: the AM's input line, each map's split (its task log) and its end
+    (the job history's Mapper, with the bytes it read) after runs[i] seconds."""
+    total = sum(split_of.values())
+    out = [hadoop("JobInput", start - 2, job_id=J, input_bytes=total, splits=len(split_of))]
+    for i, size in split_of.items():
+        c = container(i + 2)
+        out.append(hadoop("MapSplit", start + 1, job_id=J, split_bytes=size, container_id=c))
+        out.append(
+            hadoop(
+                "Mapper",
+                start + runs[i],
+                job_id=J,
+                task_id=f"task_1700000000000_0001_m_{i:06d}",
+                attempt_id=f"attempt_1700000000000_0001_m_{i:06d}_0",
+                host=f"node{i:02d}",
+                period=runs[i],
+                status="SUCCEEDED",
+                speculative=False,
+                container_id=c,
+                input_bytes=size,
+            )
+        )
+    return out
+
+
+def test_input_skew_warns_while_the_skewed_map_runs(pack: Any) -> None:
+    # Map 3 reads 6x its siblings' splits and runs 400 s against their 60 s: the warning comes 2 minutes after it
+    # started (the first round >= 120 s after its split line, decided once no event can still fall before that round:
+    # 2 x 7.5 s and the next event later), long before it (and its job) ends.
+    splits = {i: 128 << 20 for i in range(8)} | {3: 6 * (128 << 20)}
+    runs = {i: 60.0 for i in range(8)} | {3: 400.0}
+    got = warnings(pack, map_job(splits, runs) + rounds(600))
+    assert got == [("MapDataSkew", J, 180.0), ("MapDataSkewDone", J, 435.0)]  # and again from its counters
+
+
+def test_a_straggler_that_reads_its_siblings_input_is_not_data_skew(pack: Any) -> None:
+    # The same job with even splits and one map 8x slower (costly records, a slow disk): time skew, not input skew.
+    splits = {i: 128 << 20 for i in range(8)}
+    runs = {i: 60.0 for i in range(8)} | {3: 480.0}
+    assert warnings(pack, map_job(splits, runs) + rounds(600)) == []
+
+
+def test_a_big_split_that_ends_soon_does_not_warn(pack: Any) -> None:
+    # 6x split, but the job's maps take 10 s: the big one ends after 60 s, before anyone waits 2 minutes for it.
+    splits = {i: 1 << 20 for i in range(8)} | {3: 6 << 20}
+    runs = {i: 10.0 for i in range(8)} | {3: 60.0}
+    assert warnings(pack, map_job(splits, runs) + rounds(600)) == []
+
+
+def reduce_job(partitions: list[int], reduce_runs: list[float]) -> list[dict[str, Any]]:
+    """Four maps (their output summed in DataIO's ``written``), then reducers whose shuffles end at 100 s with
+    ``partitions[r]`` bytes and which end ``reduce_runs[r]`` seconds after their shuffle."""
+    total = sum(partitions)
+    out = []
+    for m in range(4):
+        out.append(
+            hadoop("DataIO", 20.0 + m, job_id=J, size=total // 4, written=(m + 1) * (total // 4), maps_done=m + 1)
+        )
+        out[-1].update(maps=4, reduces=len(partitions), task_id=f"task_1700000000000_0001_m_{m:06d}")
+    for r, (size, run) in enumerate(zip(partitions, reduce_runs, strict=True)):
+        attempt = f"attempt_1700000000000_0001_r_{r:06d}_0"
+        task = f"task_1700000000000_0001_r_{r:06d}"
+        out.append(hadoop("ShuffleDone", 100.0 + r, job_id=J, task_id=task, attempt_id=attempt, bytes=size, maps=4))
+        out.append(hadoop("ReducerEnd", 100.0 + r + run, job_id=J, task_id=task, attempt_id=attempt, host="n1"))
+    return out
+
+
+def test_reduce_key_skew_warns_after_its_shuffle(pack: Any) -> None:
+    # Reducer 2's partition is 5x the others'; a minute after its shuffle it still reduces (the others ended).
+    got = warnings(pack, reduce_job([100, 100, 500, 100, 100], [20, 20, 400, 20, 20]) + rounds(600))
+    assert got == [("ReduceDataSkew", J, 210.0)]  # the round at 165 s, decided at the round 45 s later
+
+
+def test_even_partitions_do_not_warn(pack: Any) -> None:
+    # Even partitions, one reducer slow (a slow disk): not key skew.
+    assert warnings(pack, reduce_job([100] * 5, [20, 20, 400, 20, 20]) + rounds(600)) == []
+
+
+def fetch(at: float, m: int, done_after: float | None) -> list[dict[str, Any]]:
+    reducer = "task_1700000000000_0001_r_000000"
+    attrs = {"job_id": J, "task_id": reducer, "map_task": f"task_1700000000000_0001_m_{m:06d}", "host": "n7"}
+    attrs["map_attempt"] = f"attempt_1700000000000_0001_m_{m:06d}_0"
+    out = [hadoop("FetchStart", at, bytes=1000, **attrs)]
+    if done_after is not None:
+        out.append(hadoop("DataPull", at + done_after, period=done_after, **attrs))
+    return out
+
+
+def test_a_fetch_that_has_not_finished_a_minute_later_warns_while_it_hangs(pack: Any) -> None:
+    # Fetches of maps 0-2 take 0.2-40 s; map 3's never ends (or ends at 180 s with a timeout and a retry): the
+    # warning names the reducer while it still hangs -- the round at 150 s (>= 50 s after 100 s), decided 45 s later
+    # here (rounds every 15 s, no other event; in a busy stream the next event comes sooner).
+    events = fetch(50, 0, 0.2) + fetch(51, 1, 40.0) + fetch(52, 2, 0.3) + fetch(100, 3, None) + rounds(400)
+    assert warnings(pack, events) == [("HungFetch", "task_1700000000000_0001_r_000000", 195.0)]
+
+
+def test_slow_fetches_that_finish_within_the_minute_do_not_warn(pack: Any) -> None:
+    assert warnings(pack, fetch(50, 0, 55.0) + fetch(100, 1, 20.0) + rounds(400)) == []
+
+
+def held_job(reducer_at: float, gib: float) -> list[dict[str, Any]]:
+    """Slowstart at 100 s, map output written at 60-160 s (``gib`` in all), the first reducer starting at
+    ``reducer_at``."""
+    out = [hadoop("ReduceSlowstart", 100.0, job_id=J)]
+    for m in range(10):
+        size = int(gib * GIB / 10)
+        out.append(hadoop("DataIO", 60.0 + 10 * m, job_id=J, size=size, written=(m + 1) * size, maps_done=m + 1))
+        out[-1].update(maps=10, reduces=2, task_id=f"task_1700000000000_0001_m_{m:06d}")
+    task = "task_1700000000000_0001_r_000000"
+    out.append(hadoop("ReducerStart", reducer_at, job_id=J, task_id=task, host="n3"))
+    return out
+
+
+def test_held_output_warns_three_minutes_after_slowstart(pack: Any) -> None:
+    # No reducer gets a container until 700 s; 2 GiB written by then: the round at 285 s (180 s after the
+    # slowstart point), decided at the round 45 s later.
+    assert warnings(pack, held_job(700.0, 2.0) + rounds(900)) == [("HeldMapOutput", J, 330.0)]
+
+
+def test_reducers_that_start_soon_or_small_output_do_not_warn(pack: Any) -> None:
+    assert warnings(pack, held_job(105.0, 2.0) + rounds(900)) == []  # reducers started at once
+    assert warnings(pack, held_job(700.0, 0.5) + rounds(900)) == []  # held, but half a GiB waits
+
+
+def attempt(at: float, host: str, job: int, *, status: str = "SUCCEEDED", slowness: float | None = 1.0) -> dict:
+    attrs: dict[str, Any] = {"job_id": f"job_1700000000000_{job:04d}", "host": host, "status": status}
+    attrs.update(speculative=False, period=60.0)
+    if slowness is not None:
+        attrs["slowness"] = slowness
+    return hadoop("Mapper", at, **attrs)
+
+
+def test_a_slow_host_shows_across_jobs(pack: Any) -> None:
+    # node9's attempts of five jobs lose to their speculative copies or run 3x their siblings within 10 minutes;
+    # node1 runs the same jobs at their usual pace, with one natural straggler.
+    slow = [attempt(100 + 60 * k, "node9", k, status="KILLED", slowness=None) for k in range(3)]
+    slow += [attempt(300 + 60 * k, "node9", 3 + k, slowness=3.0) for k in range(3)]
+    healthy = [attempt(100 + 40 * k, "node1", k, slowness=1.1) for k in range(10)] + [
+        attempt(500, "node1", 9, slowness=4)
+    ]
+    got = warnings(pack, slow + healthy)
+    assert got == [("SlowNode", "node9", 420.0)]  # at its sixth slow attempt, the third job's
+
+
+def test_natural_stragglers_scattered_over_hosts_do_not_warn(pack: Any) -> None:
+    events = [attempt(100 + 30 * k, f"node{k}", k, slowness=5.0) for k in range(12)]
+    events += [attempt(110 + 30 * k, f"node{k}", 20 + k, status="KILLED", slowness=None) for k in range(12)]
+    assert warnings(pack, events) == []
