@@ -140,6 +140,14 @@ def rolling_log(path: str) -> EventLog | None:
 _LEGACY_FILES = ("EVENT_LOG_", "SPARK_VERSION_", "APPLICATION_COMPLETE", "COMPRESSION_CODEC_")
 
 
+def is_legacy_dir(path: str) -> bool:
+    """A Spark 1.0-1.2 log directory (``EVENT_LOG_<n>`` beside ``SPARK_VERSION_<v>``)."""
+    try:
+        return any(e.startswith(_LEGACY_FILES) for e in os.listdir(path))
+    except OSError:
+        return False
+
+
 def unread_reason(path: str) -> str:
     """Why ``path`` (found in a log directory, or given) is not read, naming the format when it is a known one."""
     name = os.path.basename(os.path.normpath(path))
@@ -148,7 +156,7 @@ def unread_reason(path: str) -> str:
             entries = os.listdir(path)
         except OSError as err:
             return f"unreadable directory ({err.strerror})"
-        if any(e.startswith(_LEGACY_FILES) for e in entries):
+        if entries and is_legacy_dir(path):
             return (
                 "a Spark 1.0-1.2 log directory (EVENT_LOG_<n>, SPARK_VERSION_<v>): the legacy format, which Spark's "
                 "own History Server no longer reads either"
@@ -189,6 +197,10 @@ def discover(root: str, skipped: list[str] | None = None) -> list[EventLog]:
     rolling = rolling_log(root)
     if rolling is not None:
         return [rolling]
+    if is_legacy_dir(root):  # given as LOGDIR itself: refused as it is inside one
+        if skipped is not None:
+            skipped.append(root)
+        return []
     logs: dict[str, EventLog] = {}
     for entry in sorted(os.listdir(root)):
         path = os.path.join(root, entry)

@@ -175,6 +175,9 @@ def test_formats_not_read_are_named_and_strict_exits_2(tmp_path: Path, capsys: p
         assert f"not read: {logdir / 'notes.txt'}: unknown suffix '.txt'" in err
         assert ("--strict: 4 files or directories not read" in err) == bool(strict)
         assert len(out.read_text().splitlines()) == 33
+    # the legacy directory given as LOGDIR itself is refused alike
+    assert main(["collect", "spark", str(legacy), "--out", str(out), "--strict"]) == 2
+    assert f"not read: {legacy}: a Spark 1.0-1.2 log directory" in capsys.readouterr().err
 
 
 def test_unknown_listener_events_are_named_with_counts(capsys: pytest.CaptureFixture[str]) -> None:
