@@ -124,7 +124,7 @@ class ReduceLogWriter:
             decomp = length - 4
             end_key = p.end_ms << 20
             if p.timeouts:
-                seq = self._timeouts(add, seq, p, head, f, hosts[p.node], m_att, decomp, length)
+                seq = self._timeouts(add, seq, p, head, f, hosts[p.node], m_att, decomp, length, url_head)
             if decomp > _MAX_SINGLE:
                 disk += 1
                 add(
@@ -227,6 +227,7 @@ class ReduceLogWriter:
         m_att: str,
         decomp: int,
         length: int,
+        url_head: str,
     ) -> int:
         """A stalled fetch's failed tries as Hadoop's Fetcher logs them: the read timeout's WARN and stack trace, the
         fetch failure reported, the host freed; then the retry (Assigning again, about to shuffle again)."""
@@ -253,7 +254,8 @@ class ReduceLogWriter:
             if self.debug_lines:
                 body = (
                     f"{head}ShuffleSchedulerImpl: Assigning {host}:13562 with 1 to {f}\0{head}ShuffleSchedulerImpl: "
-                    f"assigned 1 of 1 to {host}:13562 to {f}\0" + body
+                    f"assigned 1 of 1 to {host}:13562 to {f}\0{head}{url_head}{m_att} sent hash and received reply\0"
+                    + body
                 )
             add(((retry << 20) + seq + 1, body))
             start = retry
