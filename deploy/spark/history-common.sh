@@ -6,7 +6,7 @@
 #   --run-dir DIR     SPARK_HISTORY_RUN_DIR   runtime dir: properties, log, PID file   (default <repo>/.run/spark-history)
 #   --port N          SPARK_HISTORY_PORT      web UI and REST API on 127.0.0.1          (default 18080)
 #   --spark-home DIR  SPARK_HOME              a Spark distribution (default: the pyspark package of the project's Python)
-#   SPARK_HISTORY_HEAP  JVM heap (default 512m)
+#   SPARK_HISTORY_HEAP  JVM heap (default 512m); SPARK_HISTORY_WAIT  seconds to wait for it to answer (default 300)
 # It listens on 127.0.0.1 only (SPARK_LOCAL_IP); the REST API is http://127.0.0.1:PORT/api/v1/applications.
 
 SPARK_HISTORY_DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -53,15 +53,19 @@ PROPS
     echo $! >"$RUN/history.pid"
 fi
 
-for ((i = 0; i < 1200; i++)); do
+# A JVM start on a loaded machine takes a while: wait up to SPARK_HISTORY_WAIT seconds (default 300).
+deadline=$((SECONDS + ${SPARK_HISTORY_WAIT:-300}))
+i=0
+while [ "$SECONDS" -lt "$deadline" ]; do
     answers && break
     if ! history_pid >/dev/null && [ "$i" -gt 10 ]; then
         tail -n 30 "$RUN/logs/history.out" >&2 || true
         hdie "the History Server exited (log: $RUN/logs/history.out)"
     fi
-    sleep 0.1
+    i=$((i + 1))
+    sleep 0.2
 done
-answers || { tail -n 30 "$RUN/logs/history.out" >&2 || true; hdie "no answer on $URL after 120 s (log: $RUN/logs/history.out)"; }
+answers || { tail -n 30 "$RUN/logs/history.out" >&2 || true; hdie "no answer on $URL after ${SPARK_HISTORY_WAIT:-300} s (log: $RUN/logs/history.out)"; }
 
 pid="$(history_pid)"
 if command -v ss >/dev/null 2>&1; then  # refuse to leave it listening beyond loopback

@@ -69,14 +69,15 @@ class HistoryServer:
     run_dir: Path
     copies: list[Path] = field(default_factory=list)  # the logs copied in at the start (one per attempt)
 
-    def get(self, path: str, timeout: float = 120) -> Any:
+    def get(self, path: str, timeout: float = 600) -> Any:
+        """One REST answer (the first request for an application replays its whole log: a generous timeout)."""
         with urllib.request.urlopen(f"{self.url}/api/v1/{path}", timeout=timeout) as resp:
             return json.loads(resp.read())
 
     def stop(self) -> None:
         subprocess.run(["bash", str(DEPLOY / "history-stop.sh"), "--run-dir", str(self.run_dir)], check=False)
 
-    def wait_for(self, attempts: set[tuple[str, str | None]], deadline: float = 300) -> None:
+    def wait_for(self, attempts: set[tuple[str, str | None]], deadline: float = 600) -> None:
         """Until every (app id, attempt id) is listed (the server scans its directory every second; a loaded
         machine parses slowly)."""
         end = time.monotonic() + deadline
@@ -93,7 +94,7 @@ def start_history_server(logdir: Path, run_dir: Path) -> HistoryServer:
     port = free_port()
     args = ["--log-dir", str(logdir), "--run-dir", str(run_dir), "--port", str(port)]
     done = subprocess.run(
-        ["bash", str(DEPLOY / "history-start.sh"), *args], capture_output=True, text=True, timeout=400
+        ["bash", str(DEPLOY / "history-start.sh"), *args], capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, done.stderr[-3000:]
     values = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
