@@ -50,6 +50,9 @@ class FamilyPlan:
     negated: frozenset[str]
     margins: Margins
     reach: int  # ticks: how far from a group's own events anything can still matter (UNBOUNDED: never expire)
+    #: keyless type -> the keyed types that must all precede it, one set per place it can take in a match (see
+    #: :func:`keyless_needs`); a type not here reaches a group wherever its margin says.
+    needs: dict[str, tuple[frozenset[str], ...]] = field(default_factory=dict)
 
     def margin(self, etype: str) -> tuple[int, int] | None:
         """(left, right) ticks a keyless event of ``etype`` can lie from a group's own events; None: never needed."""
@@ -60,6 +63,15 @@ class FamilyPlan:
         if anyt is not None:
             m = (max(m[0], anyt[0]), max(m[1], anyt[1]))
         return m
+
+    def useful(self, etype: str, thi: int, first: dict[str, int] | None) -> bool:
+        """Can a keyless ``etype`` event ending at ``thi`` still be part of a match with a group whose own events of
+        each type began at ``first`` (type -> earliest tlo; None: not known)?  Only when, for one of the places it
+        can take, every keyed component before it can lie before it."""
+        places = self.needs.get(etype)
+        if places is None or first is None:
+            return True
+        return any(all(first.get(t, INF_TICK) <= thi for t in types) for types in places)
 
     def wants(self, etype: str) -> bool:
         return self.types is None or etype in self.types
@@ -162,6 +174,38 @@ class _Declared(dict):
 
 
 CUTS = ("declared", "safe")
+INF_TICK = 2**62
+
+
+def keyless_needs(
+    compiled: list[Any], queries: list[int], keyless: frozenset[str]
+) -> dict[str, tuple[frozenset[str], ...]]:
+    """For each keyless type of a family's skip_till_any_match queries: the keyed component types before each place
+    it takes in a pattern.  A keyless event can be in a group's match only if, for one such place, the group has an
+    own event of each of those types that can lie before it.  Why: a day-long query closed by a cluster-wide clock
+    event (``SEQ(JobInput j, MapSplit s, ~Mapper x, LoadStd t) WITHIN 1 day``) would otherwise take every LoadStd
+    of a day into every job's group, whether the job ever had a JobInput or not (``hcep run`` holds one candidate
+    buffer per query instead).  A type with a place that no keyed component precedes, a negated type, or one read
+    by a query under another strategy (which sees every event) is left out: it reaches groups by its margin."""
+    out: dict[str, list[frozenset[str]]] = {}
+    barred: set[str] = set()
+    for q in queries:
+        cq = compiled[q]
+        types = {c.type for c in cq.components} | {n.type for n in cq.negations}
+        if ANY_TYPE in types:
+            return {}
+        barred |= {n.type for n in cq.negations}
+        if cq.strategy != "skip_till_any_match":
+            barred |= types
+            continue
+        for i, comp in enumerate(cq.components):
+            if comp.type not in keyless:
+                continue
+            before = frozenset(c.type for c in cq.components[:i] if c.type not in keyless)
+            if not before:
+                barred.add(comp.type)
+            out.setdefault(comp.type, []).append(before)
+    return {t: tuple(sorted(set(places), key=sorted)) for t, places in out.items() if t not in barred}
 
 
 def build_plan(
@@ -202,6 +246,7 @@ def build_plan(
                 negated=fam.negated,
                 margins=dict(fam.margins),
                 reach=reach,
+                needs={} if keyless_types is None else keyless_needs(compiled, fam.queries, frozenset(keyless_types)),
             )
         )
     plan = StreamPlan(

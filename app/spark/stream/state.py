@@ -55,6 +55,7 @@ OUT_COLUMNS = [c.split()[0].strip("`") for c in OUT_SCHEMA.split(", ")]
 #: Row kinds of :data:`IN_SCHEMA`.
 OWN, KEYLESS, MARKER, BAD = "own", "keyless", "marker", "bad"
 NEG_INF = -math.inf
+UNKNOWN = -1  # Bucket.timer of a meta written before the timer was kept in it
 INF = math.inf
 #: Restored groups kept by this worker: (plan token, bucket, key) -> (version, group); least recently used out.
 _LIVE: OrderedDict[tuple[str, int, str], tuple[str, Any]] = OrderedDict()
@@ -106,7 +107,9 @@ class StreamGroup:
         self.feeder = PackFeeder(matchers, plan.umax)
         self.chains: dict[str, bool] = {}  # a chain's latest record id -> whether its whole signature holds a key
         self.own: dict[str, int] = {}  # id -> thi of the group's keyed events fed (home rule)
-        self.pending: list[list[Any]] = []  # [mid2, seq, tlo, thi, json] not yet released
+        self.pending: list[list[Any]] = []  # [mid2, seq, tlo, thi, json, type] not yet released
+        # type -> the earliest tlo of the group's own events of that type (FamilyPlan.useful); None: not known
+        self.first: dict[str, int] | None = {}
         self.started = False  # fed at least once (the keyless left margin was merged in)
         self.lo: float = INF
         self.hi: float = NEG_INF
@@ -115,6 +118,8 @@ class StreamGroup:
         if state is not None:
             self.own = dict(state["own"])
             self.pending = [list(p) for p in state["pend"]]
+            first = state.get("first")  # a snapshot written before it was kept: every keyless event is useful
+            self.first = None if first is None or any(len(p) < 6 for p in self.pending) else dict(first)
             self.started = bool(state["started"])
             self.lo = INF if state["lo"] is None else state["lo"]
             self.hi = NEG_INF if state["hi"] is None else state["hi"]
@@ -133,6 +138,7 @@ class StreamGroup:
             "hi": None if self.hi == NEG_INF else self.hi,
             "idx": self.idx,
             "fed": None if self.fed_to == NEG_INF else self.fed_to,
+            "first": self.first,
             "chains": self.chains,
             "snap": self.feeder.snapshot() if self.started else None,
         }
@@ -146,7 +152,15 @@ class StreamGroup:
             return False
         return w - self.plan.umax > self.hi + self.fam.reach
 
-    def release(self, w: float, log: list[list[Any]], decode: Any, out: list[tuple], final: bool = False) -> int:
+    def release(
+        self,
+        w: float,
+        log: list[list[Any]],
+        decode: Any,
+        out: list[tuple],
+        final: bool = False,
+        shared_events: dict[int, Any] | None = None,
+    ) -> int:
         """Feed, in order, the own events before ``w`` and the keyless events of ``log`` this group needs: once
         started, those it has not considered yet (``[fed_to, w)``); on the first release, those before ``w`` within
         the left margin of its first event; ``final`` (the group expires: no own event can follow), only those within
@@ -162,6 +176,14 @@ class StreamGroup:
             return 0
         if own_now:
             self.pending = [p for p in self.pending if p[0] >= w2]
+            first = self.first
+            if first is not None:
+                for p in own_now:
+                    if len(p) < 6:
+                        self.first = first = None
+                        break
+                    if p[2] < first.get(p[5], INF):
+                        first[p[5]] = p[2]
         keyed_group = self.gkey not in (KEYLESS_GROUP, WHOLE_GROUP)
         shared: list[list[Any]] = []
         if self.fam.attr is not None and log:
@@ -177,8 +199,10 @@ class StreamGroup:
                     if m is not None and e[3] >= first - m[0]:
                         shared.append(e)
             if keyed_group:
-                margin = self.fam.margin
-                shared = [e for e in shared if margin(e[4]) is not None]
+                margin, useful, first = self.fam.margin, self.fam.useful, self.first
+                # An own event still to come can lie before a keyless event up to umax ticks behind w.
+                soon = w - self.plan.umax
+                shared = [e for e in shared if margin(e[4]) is not None and (e[3] >= soon or useful(e[4], e[3], first))]
                 if final:
                     shared = [e for e in shared if e[2] <= self.hi + margin(e[4])[1]]  # type: ignore[index]
         self.started = True
@@ -188,8 +212,14 @@ class StreamGroup:
             + [(e[0], e[1], e[2], e[3], e[5], False) for e in shared],
             key=lambda r: (r[0], r[1]),
         )
+        cache = {} if shared_events is None else shared_events
         for mid2, seq, tlo, thi, text, own in merged:
-            ev = decode(loads(text), seq)
+            if own:
+                ev = decode(loads(text), seq)
+            else:  # a keyless event goes to many groups: decoded once per call (events are never changed)
+                ev = cache.get(seq)
+                if ev is None:
+                    ev = cache[seq] = decode(loads(text), seq)
             if own:
                 self.own[ev.id] = thi
                 self.lo = min(self.lo, tlo)
@@ -259,9 +289,12 @@ class Bucket:
         self.log: dict[int, list[list[Any]]] = {int(k): v for k, v in meta.get("log", {}).items()}
         # key -> [fid, hi, min pending mid2, started, version]: which groups have work, without loading them
         self.index: dict[str, list[Any]] = meta.get("index", {})
+        # the event-time timer registered for this bucket (ms; None: none; UNKNOWN: a meta from before it was kept)
+        self.timer: int | None = meta.get("timer", UNKNOWN)
         self.fams = {f.fid: f for f in plan.families}
         self.live: dict[str, StreamGroup] = {}
         self.touched: set[str] = set()
+        self.shared_events: dict[int, Any] = {}  # seq -> the keyless event, decoded once in this call
         self.state_s = 0.0  # seconds in restores, snapshots and state store calls (reported in the clock row)
 
     def meta(self) -> dict[str, Any]:
@@ -269,6 +302,7 @@ class Bucket:
             "released": None if self.released == NEG_INF else self.released,
             "log": {str(k): v for k, v in self.log.items() if v},
             "index": self.index,
+            "timer": self.timer,
         }
 
     def empty(self) -> bool:
@@ -317,7 +351,7 @@ class Bucket:
                 new_keyless.add(fid)
             else:
                 g = self.group(fid, gkey)
-                g.pending.append([mid2, seq, tlo, thi, text])
+                g.pending.append([mid2, seq, tlo, thi, text, etype])
                 self._index(g)
         for fid in new_keyless:
             self.log[fid].sort(key=lambda e: (e[0], e[1]))
@@ -359,10 +393,10 @@ class Bucket:
             g = self.group(fid, gkey)
             log = self.log.get(fid, [])
             if due or keyless_due:
-                fed += g.release(w, log, self.decode, out)
+                fed += g.release(w, log, self.decode, out, shared_events=self.shared_events)
                 self._index(g)
             if g.expired(w):
-                fed += g.release(w, log, self.decode, out, final=True)
+                fed += g.release(w, log, self.decode, out, final=True, shared_events=self.shared_events)
                 g.flush(out)
                 self._drop(key)
         self.released = w
@@ -390,10 +424,11 @@ class Bucket:
         self.touched.add(key)
 
     def _drop(self, key: str) -> None:
-        self.index.pop(key, None)
+        entry = self.index.pop(key, None)
         self.live.pop(key, None)
         self.touched.discard(key)
-        self.store.remove(key)
+        if entry is not None and entry[4] is not None:  # stored (a version): one state store call, else none
+            self.store.remove(key)
 
     def save(self) -> None:
         """Write back the groups changed in this call, each under a new version (kept restored by this worker)."""
@@ -427,8 +462,7 @@ class _MapStore:
         self.state.updateValue((key,), (blob,))
 
     def remove(self, key: str) -> None:
-        if self.state.containsKey((key,)):
-            self.state.removeKey((key,))
+        self.state.removeKey((key,))
 
 
 _COMPILED: dict[str, list[Any]] = {}
@@ -467,15 +501,25 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
         return Bucket(self.plan, compiled_for(self.plan), data, _MapStore(self.groups), int(key[0]))
 
     def _finish(self, bucket: Bucket, wm_ms: int, out: list[tuple]) -> Iterator[Any]:
+        """Write the bucket's meta and keep one timer at the watermark + 1 ms (wake when it moves): the timer kept in
+        the meta spares listing them, and one already right is left alone (each call is a round trip to the JVM)."""
         import pandas as pd
 
-        for t in list(self.handle.listTimers()):
-            self.handle.deleteTimer(t)
-        if bucket.empty():
+        want = None if bucket.empty() else max(int(wm_ms), 0) + 1
+        old = bucket.timer
+        if old != want:
+            if old == UNKNOWN:
+                for t in list(self.handle.listTimers()):
+                    self.handle.deleteTimer(t)
+            elif old is not None:
+                self.handle.deleteTimer(old)
+            if want is not None:
+                self.handle.registerTimer(want)
+        bucket.timer = want
+        if want is None:
             self.meta.clear()
         else:
             self.meta.update((pack_blob(bucket.meta()),))
-            self.handle.registerTimer(max(int(wm_ms), 0) + 1)  # wake when the watermark moves
         if out:
             yield pd.DataFrame(out, columns=OUT_COLUMNS)
 
@@ -492,6 +536,8 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:  # noqa: N802, N803
         wm = timerValues.getCurrentWatermarkInMs()
         bucket = self._bucket(key)
+        if bucket.timer == expiredTimerInfo.getExpiryTimeInMs():
+            bucket.timer = None  # PySpark deletes the timer that fired once this call returns
         out = bucket.handle([], wm)
         yield from self._finish(bucket, wm, out)
 
