@@ -1,0 +1,530 @@
+"""``hcep stream`` as users run it: events land as files at a fixed rate for a while, the query keeps up or not.
+
+    python -m benchmarks.bench_stream_sustained                                  # 2,000 .. 20,000 ev/s, 10 min each
+    python -m benchmarks.bench_stream_sustained --rates 5000 --minutes 2 --master 'local[1]' 'local[2]'
+    python -m benchmarks.bench_stream_sustained --cluster --master spark://127.0.0.1:7077   # cluster-start.sh's
+
+The stream: :func:`benchmarks.bench_pipeline.workload`'s jobs (JobStart, reducers with shuffle pulls, JobEnd; about
+20 events per event-time second) as K concurrent copies (job and task ids made distinct), K = rate / 20, with its
+Ganglia rounds once (cluster-wide: keyless).  Event time runs with the wall clock: each second's events land as one
+JSON-lines file (written aside, renamed in) one second after they happened, as a collector that flushes every
+second.  So a higher rate is a larger cluster (more jobs at once), not a faster clock: the state is a real one.
+
+Per rate (its own ``hcep stream`` process, its own JVM):
+
+- ``lag`` = a file's landing -> the sink's commit of the micro-batch that read it (Spark's file source log names the
+  batch); ``bounded``: after landing stops the query catches up within ``--drain`` s, and the lag over the last
+  third of the run is at most 1.5x that over the middle third + 5 s (it does not grow).
+- ``ev/CPU-s`` = events / CPU seconds of the whole process tree (the driver's Python, the JVM, the Python workers;
+  /proc, sampled every half second; on ``--cluster`` also the executors the workers launched).
+- ``batch p50/p99`` = micro-batch durations (Spark's ``triggerExecution``); ``first batch`` = the end of the first
+  batch that read files, after the line ``hcep stream`` prints once its SparkSession is up.
+- ``state rows`` / ``state MB`` = the state operator's rows and RocksDB memory at the largest (Spark's progress).
+- ``hcep match`` / ``hcep run`` beside it: CPU seconds for the same events (``--reference-events`` of them, the
+  stream's first seconds): ``hcep match`` over one file (a child process, its rusage), and ``hcep run`` draining
+  them from a Kafka broker (:func:`benchmarks.bench_pipeline.one_row`; ``--bootstrap``, or one started here, or
+  ``--no-run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PACK = ROOT / "queries" / "hadoop.yaml"
+KEYLESS = "Metric,LoadStd,Balance,Imbalance"
+SESSION_UP = "hcep stream: SparkSession up"
+
+
+# ------------------------------------------------------------------------------------------------ the events
+
+
+class Trace:
+    """K copies of the workload's jobs plus its Ganglia rounds, cut into event-time seconds (JSON lines)."""
+
+    def __init__(self, rate: float, seconds: int, seed: int = 1) -> None:
+        from benchmarks.bench_pipeline import workload
+
+        hadoop, ganglia = workload(int(21 * (seconds + 30)), seed)
+        self.base = min(e["ts"] for e in hadoop)
+        span = max(e["ts"] for e in hadoop) - self.base
+        density = len(hadoop) / span  # events per event-time second of one copy
+        self.copies = max(1, round(rate / density))
+        self.seconds = seconds
+        self.slots: list[list[tuple[str, bool]]] = [[] for _ in range(seconds + 1)]
+        for i, e in enumerate(hadoop):
+            s = int(e["ts"] - self.base)
+            if s <= seconds:
+                tmpl = dict(e, id=f"@C@-{i}", job_id=f"{e['job_id']}-@C@")
+                if "task_id" in tmpl:
+                    tmpl["task_id"] = f"{e['task_id']}-@C@"
+                self.slots[s].append((json.dumps(tmpl), True))
+        for i, e in enumerate(ganglia):
+            s = int(e["ts"] - self.base)
+            if 0 <= s <= seconds:
+                self.slots[s].append((json.dumps(dict(e, id=f"g-{i}")), False))
+
+    def second(self, s: int) -> list[str]:
+        """The lines of event-time second ``s`` (copies of one event next to each other, in event order)."""
+        out: list[str] = []
+        for tmpl, copied in self.slots[s]:
+            if copied:
+                out.extend(tmpl.replace("@C@", str(c)) for c in range(self.copies))
+            else:
+                out.append(tmpl)
+        return out
+
+
+# ------------------------------------------------------------------------------------------------ CPU of a tree
+
+
+def _proc_children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    return kids
+
+
+def _cpu_of(pid: int) -> float | None:
+    """utime + stime + the reaped children's (a Python daemon's finished workers), seconds."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+class TreeCPU:
+    """CPU seconds of process trees, sampled: each process's last reading is kept after it exits (its last half
+    second is lost, unless its parent reaped it: then the parent's children times carry it)."""
+
+    def __init__(self, roots: list[int], exclude_roots: bool = False) -> None:
+        self.roots = roots
+        self.exclude_roots = exclude_roots
+        self.seen: dict[int, float] = {}
+        self.kind: dict[int, str] = {}
+        self.base: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> TreeCPU:
+        if self.exclude_roots:  # a worker daemon's own CPU before the run is not the run's
+            self.base = {r: _cpu_of(r) or 0.0 for r in self.roots}
+        self._thread.start()
+        return self
+
+    def sample(self) -> None:
+        kids = _proc_children()
+        todo = list(self.roots)
+        while todo:
+            pid = todo.pop()
+            cpu = _cpu_of(pid)
+            if cpu is not None:
+                self.seen[pid] = max(cpu, self.seen.get(pid, 0.0))
+                if pid not in self.kind:
+                    self.kind[pid] = _kind(pid)
+            todo.extend(kids.get(pid, []))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.5):
+            self.sample()
+
+    def stop(self) -> float:
+        self.sample()
+        self._stop.set()
+        self._thread.join()
+        return sum(self.by_kind().values())
+
+    def by_kind(self) -> dict[str, float]:
+        """CPU seconds per kind of process: the JVM, the Python workers (pyspark.daemon and its forks), the driver's
+        Python (the sink: collect, alert rules, Parquet), other."""
+        out: dict[str, float] = {}
+        for p, v in self.seen.items():
+            k = self.kind.get(p, "other")
+            out[k] = out.get(k, 0.0) + v - self.base.get(p, 0.0)
+        return out
+
+
+def _kind(pid: int) -> str:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "other"
+    if b"java" in cmd.split(b"\0", 1)[0]:
+        return "jvm"
+    if b"pyspark.daemon" in cmd or b"pyspark/daemon" in cmd or b"pyspark.worker" in cmd:
+        return "python workers"
+    if b"app.cli" in cmd:
+        return "driver python"
+    return "other"
+
+
+# ------------------------------------------------------------------------------------------------ one rate
+
+
+@dataclass
+class Landed:
+    name: str
+    at: float  # wall clock (time.time)
+    events: int
+
+
+@dataclass
+class Run:
+    master: str
+    rate: float
+    work: Path
+    landed: list[Landed] = field(default_factory=list)
+    session_up: float = math.nan
+    started: float = math.nan
+    stopped_landing: float = math.nan
+    cpu_s: float = math.nan
+    cpu_kinds: dict[str, float] = field(default_factory=dict)
+    exit_code: int | None = None
+
+
+def _file_batches(ck: Path) -> dict[str, int]:
+    """File name -> the batch that read it, from Spark's file source log (``sources/0``: batch files and compacts)."""
+    out: dict[str, int] = {}
+    base = ck / "spark" / "sources" / "0"
+    if not base.is_dir():
+        return out
+    for path in base.iterdir():
+        if path.name.startswith("."):
+            continue
+        for line in path.read_text(errors="replace").splitlines()[1:]:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            out[os.path.basename(entry["path"])] = int(entry["batchId"])
+    return out
+
+
+def _commit_times(out: Path) -> dict[int, float]:
+    base = out / "_stream" / "commits"
+    return {int(p.stem): p.stat().st_mtime for p in base.glob("*.json")} if base.is_dir() else {}
+
+
+def _session_up(log: Path) -> float | None:
+    try:
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith(SESSION_UP):
+                return float(line.rsplit("at ", 1)[1].split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def run_rate(
+    master: str,
+    rate: float,
+    minutes: float,
+    work: Path,
+    drain: float,
+    cluster_pids: list[int] | None = None,
+    max_lag: float = 60.0,
+    pack: Path = PACK,
+) -> dict[str, Any]:
+    seconds = max(int(minutes * 60), 10)
+    trace = Trace(rate, seconds)
+    run = Run(master, rate, work)
+    in_dir, out, ck, stage = work / "in", work / "out", work / "ck", work / "stage"
+    for d in (in_dir, stage):
+        d.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "app.cli", "stream", "--pack", str(pack), "--input", str(in_dir)]
+    argv += ["--output", str(out), "--checkpoint", str(ck), "--master", master, "--keyless-types", KEYLESS]
+    log_path = work / "stream.log"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    with log_path.open("w") as log:
+        run.started = time.time()
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=log, start_new_session=True)
+        cpu = TreeCPU([proc.pid]).start()
+        workers = TreeCPU(cluster_pids, exclude_roots=True).start() if cluster_pids else None
+        try:
+            # Land one file a second, as event time passes; the first when the session is up.
+            while _session_up(log_path) is None and proc.poll() is None and time.time() - run.started < 300:
+                time.sleep(0.2)
+            t0 = time.time()
+            for s in range(seconds):
+                lines = trace.second(s)
+                name = f"s-{s:06d}.jsonl"
+                tmp = stage / name
+                tmp.write_text("\n".join(lines) + "\n")
+                wait = t0 + s + 1 - time.time()
+                if wait > 0:
+                    time.sleep(wait)
+                os.replace(tmp, in_dir / name)
+                run.landed.append(Landed(name, time.time(), len(lines)))
+                if proc.poll() is not None:
+                    break
+            run.stopped_landing = time.time()
+            # Drain: wait until the last file's batch is committed (or give up).
+            last = run.landed[-1].name if run.landed else None
+            deadline = time.time() + drain
+            while last and time.time() < deadline and proc.poll() is None:
+                batch = _file_batches(ck).get(last)
+                if batch is not None and batch in _commit_times(out):
+                    break
+                time.sleep(1.0)
+            drained_at = time.time()
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            try:
+                run.exit_code = proc.wait(180)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                run.exit_code = proc.wait(30)
+            run.cpu_s = cpu.stop() + (workers.stop() if workers else 0.0)
+            run.cpu_kinds = cpu.by_kind()
+            for k, v in (workers.by_kind() if workers else {}).items():
+                run.cpu_kinds[k] = run.cpu_kinds.get(k, 0.0) + v
+    run.session_up = _session_up(log_path) or math.nan
+    return summarize(run, trace, drained_at, max_lag)
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return math.nan
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def summarize(run: Run, trace: Trace, drained_at: float, max_lag: float) -> dict[str, Any]:
+    from app.spark.stream.sink import STREAM_DIR, totals
+
+    out, ck = run.work / "out", run.work / "ck"
+    batches = _file_batches(ck)
+    commits = _commit_times(out)
+    lags = []
+    undone = 0
+    for f in run.landed:
+        b = batches.get(f.name)
+        if b is None or b not in commits:
+            undone += 1
+            continue
+        lags.append((f.at, commits[b] - f.at))
+    n = len(run.landed)
+    thirds = [[lag for at, lag in lags[i * n // 3 : (i + 1) * n // 3]] for i in range(3)]
+    middle, last = _pct(thirds[1], 0.9), _pct(thirds[2], 0.9)
+    p99 = _pct([lag for _, lag in lags], 0.99)
+    bounded = undone == 0 and (not thirds[2] or last <= 1.5 * middle + 5.0) and p99 <= max_lag
+    progress_path = out / STREAM_DIR / "progress.jsonl"
+    progress = (
+        [json.loads(x) for x in progress_path.read_text().splitlines() if x.strip()] if progress_path.exists() else []
+    )
+    durations = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in progress if p.get("numInputRows", 0)]
+    state_rows = max((sum(o.get("numRowsTotal", 0) for o in p.get("stateOperators", [])) for p in progress), default=0)
+    state_mb = max(
+        (sum(o.get("memoryUsedBytes", 0) for o in p.get("stateOperators", [])) / 1e6 for p in progress), default=0.0
+    )
+    first_end = math.nan
+    for p in progress:
+        if p.get("numInputRows", 0):
+            first_end = _ts(p["timestamp"]) + p["durationMs"].get("triggerExecution", 0) / 1000
+            break
+    events = sum(f.events for f in run.landed)
+    processed = sum(f.events for f in run.landed if batches.get(f.name) in commits)
+    t = totals(str(out))
+    span = run.stopped_landing - (run.landed[0].at - 1.0) if run.landed else math.nan
+    return {
+        "master": run.master,
+        "rate": run.rate,
+        "copies": trace.copies,
+        "events": events,
+        "landed ev/s": events / span if span == span and span > 0 else math.nan,
+        "bounded": "yes" if bounded else "no",
+        "lag p50 s": _pct([lag for _, lag in lags], 0.5),
+        "lag p99 s": _pct([lag for _, lag in lags], 0.99),
+        "lag growth": f"{middle:.1f}->{last:.1f}",
+        "undone": undone,
+        "batches": len(durations),
+        "batch p50 s": _pct(durations, 0.5),
+        "batch p99 s": _pct(durations, 0.99),
+        "first batch s": first_end - run.session_up,
+        "cpu s": run.cpu_s,
+        "ev/CPU-s": processed / run.cpu_s if run.cpu_s else math.nan,
+        "state rows": state_rows,
+        "state MB": state_mb,
+        "records": t["records"],
+        "python s": t["busy_ms"] / 1000,
+        "state s": t["state_ms"] / 1000,
+        "exit": run.exit_code,
+        "cpu by process": ", ".join(f"{k} {v:.0f} s" for k, v in sorted(run.cpu_kinds.items(), key=lambda x: -x[1])),
+        "invalid": t["invalid"],
+        "late": t["late"],
+        "drain s": drained_at - run.stopped_landing,
+        "_trace": trace,
+    }
+
+
+def _ts(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+# ------------------------------------------------------------------------------------------------ references
+
+
+def _child_cpu(argv: list[str]) -> tuple[float, str]:
+    """A child process's CPU seconds (its rusage: it and every process it waited for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])} failed: {done.stderr[-1500:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
+
+
+def reference_rows(
+    trace: Trace, limit: int, work: Path, bootstrap: str | None, no_run: bool, pack: Path = PACK
+) -> list[dict[str, Any]]:
+    """``hcep match`` and ``hcep run`` over the stream's first ``limit`` events."""
+    lines: list[str] = []
+    for s in range(trace.seconds):
+        lines.extend(trace.second(s))
+        if len(lines) >= limit:
+            break
+    path = work / "reference.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    n = len(lines)
+    cpu, stdout = _child_cpu([sys.executable, "-m", "app.cli", "match", str(path), "--pack", str(pack)])
+    rows = [{"engine": "hcep match", "events": n, "cpu s": cpu, "ev/CPU-s": n / cpu, "records": stdout.count("\n")}]
+    if no_run:
+        return rows
+    events = [json.loads(x) for x in lines]
+    hadoop = [e for e in events if "job_id" in e]
+    ganglia = [e for e in events if "job_id" not in e]
+    stop: list[str] | None = None
+    if bootstrap is None:
+        from benchmarks.bench_pipeline import start_broker
+
+        bootstrap, stop = start_broker(str(work / "kafka"))
+    try:
+        from benchmarks.bench_pipeline import one_row
+
+        row = one_row(bootstrap, hadoop, ganglia, str(pack), 50, str(work))
+    finally:
+        if stop is not None:
+            subprocess.run(["bash", str(ROOT / "deploy/kafka/stop.sh"), *stop], capture_output=True)
+    rows.append(
+        {"engine": "hcep run", "events": n, "cpu s": n / row["ev/CPU-s"], "ev/CPU-s": row["ev/CPU-s"], "records": "-"}
+    )
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ report
+
+
+COLUMNS = [
+    "master",
+    "rate",
+    "landed ev/s",
+    "bounded",
+    "lag p50 s",
+    "lag p99 s",
+    "lag growth",
+    "batches",
+    "batch p50 s",
+    "batch p99 s",
+    "first batch s",
+    "cpu s",
+    "ev/CPU-s",
+    "state rows",
+    "state MB",
+    "records",
+]
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if v != v:
+            return "-"
+        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.1f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(_fmt(r.get(c, "-")) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _cluster_workers(run_dir: str) -> list[int]:
+    return [int(p.read_text().strip()) for p in sorted(Path(run_dir).glob("worker-*.pid"))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", type=float, nargs="+", default=[2000, 5000, 10000, 20000], help="events/s")
+    parser.add_argument("--minutes", type=float, default=10.0, help="landing time per rate (10)")
+    parser.add_argument("--master", nargs="+", default=["local[2]"], help="Spark masters, one run each per rate")
+    parser.add_argument("--drain", type=float, default=120.0, help="seconds to catch up after landing stops (120)")
+    parser.add_argument("--max-lag", type=float, default=60.0, help="bounded: p99 lag at most this (60 s)")
+    parser.add_argument("--pack", type=Path, default=PACK, help="the query pack (queries/hadoop.yaml)")
+    parser.add_argument(
+        "--cluster",
+        metavar="RUN_DIR",
+        nargs="?",
+        const=str(ROOT / ".run" / "spark-cluster"),
+        help="a spark:// master is deploy/spark/cluster-start.sh's with this run dir: count its executors' CPU",
+    )
+    parser.add_argument("--reference-events", type=int, default=200_000, help="events for hcep match / hcep run")
+    parser.add_argument("--bootstrap", help="Kafka broker for the hcep run row (default: start one)")
+    parser.add_argument("--no-run", action="store_true", help="no hcep run row (no broker)")
+    parser.add_argument("--keep", metavar="DIR", help="keep the runs' directories here")
+    args = parser.parse_args(argv)
+
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="hcep-sustained-") as tmp:
+        base = Path(args.keep or tmp)
+        for master in args.master:
+            for rate in args.rates:
+                # No glob characters in the path: Spark's file source reads --input as a pattern (local[2]).
+                safe = "".join(c if c.isalnum() else "_" for c in master)
+                work = base / f"{safe}-{int(rate)}"
+                pids = _cluster_workers(args.cluster) if args.cluster and master.startswith("spark://") else None
+                row = run_rate(master, rate, args.minutes, work, args.drain, pids, args.max_lag, args.pack)
+                rows.append(row)
+                print(table([row], COLUMNS), flush=True)
+                print(f"  CPU: {row['cpu by process']}; invalid {row['invalid']}, late {row['late']}", flush=True)
+        trace = rows[-1]["_trace"]
+        refs = reference_rows(trace, args.reference_events, base, args.bootstrap, args.no_run, args.pack)
+    load = os.getloadavg()
+    print(f"\n### hcep stream at sustained rates ({args.minutes:g} min each; load {load[0]:.1f} {load[1]:.1f})\n")
+    print(table(rows, COLUMNS))
+    for r in rows:
+        print(f"{r['master']} {r['rate']:,.0f}/s CPU: {r['cpu by process']}; invalid {r['invalid']}, late {r['late']}")
+    print("\n" + table(refs, ["engine", "events", "cpu s", "ev/CPU-s", "records"]))
+    by_master: dict[str, float] = {}
+    for r in rows:
+        if r["bounded"] == "yes":
+            by_master[r["master"]] = max(by_master.get(r["master"], 0.0), r["landed ev/s"])
+    for m, best in by_master.items():
+        print(f"{m}: highest bounded rate {best:,.0f} ev/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
