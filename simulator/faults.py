@@ -117,6 +117,13 @@ class Fault:
         return FLOORS[self.kind]
 
 
+def _unstarted_maps(job: Job) -> list[int]:
+    """The job's map tasks no attempt has started yet (all of them before its AM asks for containers)."""
+    if job.am_node < 0 or not job.attempts and not job.pending_maps:
+        return list(range(job.maps)) if job.completed_maps == 0 and not job.attempts else []
+    return sorted(t for t, n in job.pending_maps if n == 0)
+
+
 class Injector:
     """The faults of one run and the rules by which the model applies them."""
 
@@ -189,13 +196,13 @@ class Injector:
                 j
                 for j in jobs
                 if j.maps >= 3
-                and j.pending_maps
+                and _unstarted_maps(j)
                 and (eff - 1.0) * statistics.median(j.splits) / cfg.map_rate >= MIN_EXCESS_S
             ]
             if not cands:
                 return False
             job = f.rng.choice(cands)
-            task = f.rng.choice(sorted(t for t, n in job.pending_maps if n == 0))
+            task = f.rng.choice(_unstarted_maps(job))
             median = statistics.median(job.splits)
             grown = round(f.severity * median)
             job.map_out[task] = int(job.map_out[task] * grown / job.splits[task])

@@ -49,28 +49,29 @@ LEAD = 4.0
 
 #: The scenario's medium jobs, every round: (name, offset s, maps, reduces, input MiB per map, map output MiB per map).
 MEDIUM_JOBS = (
-    ("medium_maponly", 2.0, 8, 0, 200, 0),
-    ("medium_small", 3.0, 12, 2, 100, 30),
-    ("medium_wide", 4.0, 12, 4, 100, 250),
-    ("medium_heavy", 5.0, 8, 5, 150, 600),
-    ("medium_join", 6.0, 6, 3, 120, 120),
+    ("medium_maponly", 1.0, 8, 0, 80, 0),
+    ("medium_small", 2.0, 12, 2, 50, 30),
+    ("medium_wide", 3.0, 12, 4, 50, 400),
+    ("medium_heavy", 4.0, 8, 5, 50, 600),
+    ("medium_join", 5.0, 6, 3, 50, 120),
 )
 
 
 def showcase_faults(minutes: float, every: float = 600.0, seed: int = 1) -> list[dict[str, Any]]:
-    """One fault of each kind in the first seconds, again every ``every`` seconds: the live demo's showcase.
-    Severities are above each floor (with a little spread from the seed), so each warrants a warning."""
+    """One fault of each kind in the first seconds (after the round's medium jobs arrive), again every ``every``
+    seconds: the live demo's showcase.  Severities are above each floor (with a little spread from the seed), so each
+    warrants a warning."""
     rng = random.Random(f"showcase/{seed}")
     out: list[dict[str, Any]] = []
     t = 0.0
     while t < minutes * 60.0:
         out += [
-            {"kind": "runaway_reducer", "at": t + 1.0, "severity": round(rng.uniform(8.0, 12.0), 1)},
-            {"kind": "map_data_skew", "at": t + 2.0, "severity": round(rng.uniform(6.0, 8.0), 1)},
-            {"kind": "slow_node", "at": t + 3.0, "severity": round(rng.uniform(3.0, 4.0), 1)},
-            {"kind": "held_output", "at": t + 4.0, "severity": round(rng.uniform(190.0, 220.0))},
-            {"kind": "reduce_data_skew", "at": t + 5.0, "severity": round(rng.uniform(7.0, 9.0), 1)},
-            {"kind": "hung_fetch", "at": t + 6.0, "severity": round(rng.uniform(200.0, 230.0))},
+            {"kind": "runaway_reducer", "at": t + 6.0, "severity": round(rng.uniform(8.0, 12.0), 1)},
+            {"kind": "reduce_data_skew", "at": t + 7.0, "severity": round(rng.uniform(9.0, 11.0), 1)},
+            {"kind": "map_data_skew", "at": t + 1.5, "severity": round(rng.uniform(12.0, 13.0), 1)},
+            {"kind": "held_output", "at": t + 9.0, "severity": round(rng.uniform(190.0, 220.0))},
+            {"kind": "slow_node", "at": t + 10.0, "severity": round(rng.uniform(3.0, 4.0), 1)},
+            {"kind": "hung_fetch", "at": t + 11.0, "severity": round(rng.uniform(200.0, 230.0))},
         ]
         t += every if every > 0 else math.inf
     return out
