@@ -23,6 +23,10 @@ STAGE_COMPLETED = "StageCompleted"
 TASK = "SparkTask"
 EXECUTOR_ADDED = "ExecutorAdded"
 EXECUTOR_REMOVED = "ExecutorRemoved"
+#: One per stage attempt running (submitted, not yet completed) when an executor is removed, from the same line as
+#: the ExecutorRemoved: the collector knows which stages run, so every (stage attempt, lost executor) pair is one
+#: event -- a query over StageSubmitted .. ExecutorRemoved can only take the first removal of each stage live.
+STAGE_EXECUTOR_LOST = "StageExecutorLost"
 
 TYPES = (
     APP_START,
@@ -34,6 +38,7 @@ TYPES = (
     TASK,
     EXECUTOR_ADDED,
     EXECUTOR_REMOVED,
+    STAGE_EXECUTOR_LOST,
 )
 
 #: Spark stamps every listener event with the driver's clock in epoch milliseconds (task launch and finish times
@@ -46,10 +51,12 @@ DEFAULT_DELTA = 0.0
 MAX_MS = 1e14
 
 
-def event_id(source: str, lineno: int) -> str:
-    """A stable id from the log's name (without ``.inprogress``) and the line: re-reading gives the same ids, and the
-    rename of a finished log does not change them."""
-    return hashlib.blake2b(f"spark\x00{source}\x00{lineno}".encode(), digest_size=8).hexdigest()
+def event_id(source: str, lineno: int, index: int = 0) -> str:
+    """A stable id from the log's name (without ``.inprogress``), the line and the event's index within the line (0:
+    the line's own event; StageExecutorLost events are 1, 2, ...): re-reading gives the same ids, and the rename of a
+    finished log does not change them."""
+    text = f"spark\x00{source}\x00{lineno}" + (f"\x00{index}" if index else "")
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def stage_key(app_id: str, stage_id: int, attempt: int, app_attempt: str | None = None) -> str:

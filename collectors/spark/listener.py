@@ -195,6 +195,7 @@ class ListenerParser:
         self._stages: dict[tuple[int, int], StageStats] = {}
         self._running: Counter[tuple[int, int]] = Counter()  # task starts minus task ends, per stage attempt
         self._completed: dict[tuple[int, int], ev.Event] = {}  # StageCompleted held while its tasks still run
+        self._active: dict[tuple[int, int], ev.Event] = {}  # StageSubmitted of the attempts not yet completed
         self._clock: float | None = None  # the latest time (ms) the log has shown
         self._line = 0
         self._hosts: dict[str, str] = {}
@@ -431,7 +432,9 @@ class ListenerParser:
 
     def _stage_submitted(self, obj: dict[str, Any], eid: str) -> list[ev.Event]:
         event, _ = self._stage(ev.STAGE_SUBMITTED, obj, eid, "Submission Time")
-        self._stages.setdefault((event["stage_id"], event["stage_attempt"]), StageStats())
+        key = (event["stage_id"], event["stage_attempt"])
+        self._stages.setdefault(key, StageStats())
+        self._active[key] = event
         return [event]
 
     def _stage_completed(self, obj: dict[str, Any], eid: str) -> list[ev.Event]:
@@ -446,6 +449,7 @@ class ListenerParser:
         if submitted is not None:
             event["duration"] = round(max(event["ts"] * 1000.0 - submitted, 0) / 1000.0, 3)
         key = (event["stage_id"], event["stage_attempt"])
+        self._active.pop(key, None)
         self._stages.setdefault(key, StageStats())
         event["_line"] = self._line
         self._completed[key] = event
@@ -537,7 +541,22 @@ class ListenerParser:
             host=self._hosts.get(executor, ""),
             reason=reason_text(get(obj, "Removed Reason", "str", default="")),
         )
-        return [event]
+        out = [event]
+        for index, sub in enumerate(self._active.values(), start=1):  # in submission order
+            lost = self._event(ev.STAGE_EXECUTOR_LOST, ms, ev.event_id(self.source, self._line, index))
+            lost.update({k: sub[k] for k in _STAGE_KEYS if k in sub})
+            lost.update(
+                executor_id=executor,
+                host=event["host"],
+                reason=event["reason"],
+                elapsed=round(max(ms / 1000.0 - sub["ts"], 0.0), 3),
+            )
+            out.append(lost)
+        return out
+
+
+#: What a StageExecutorLost repeats of its stage attempt's StageSubmitted.
+_STAGE_KEYS = ("stage_id", "stage_attempt", "stage_key", "stage_name", "num_tasks", "spark_job_id")
 
 
 def _task_failure(reason: str, obj: dict[str, Any]) -> str:

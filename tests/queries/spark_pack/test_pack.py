@@ -61,12 +61,8 @@ def test_rule_summaries_name_return_values(path: Path) -> None:
 def test_pack_shape() -> None:
     pack = load_pack(PACK)
     assert pack.name == "spark" and pack.tick == 0.001
-    # NFA^b everywhere (records come out the moment their last event is fed, whatever the service's uncertainty
-    # bound) but ExecutorLost: every executor lost while a stage ran is a record (issue 27), which a consuming run
-    # cannot give; its records wait for the watermark (the negation must be known)
-    strategies = {q.name: q.strategy for q in pack.queries}
-    assert strategies.pop("ExecutorLost") == "skip_till_any_match"
-    assert set(strategies.values()) == {"skip_till_next_match"}
+    # NFA^b everywhere: records come out the moment their last event is fed, whatever the service's uncertainty bound
+    assert {q.strategy for q in pack.queries} == {"skip_till_next_match"}
     returns = {q.name: {r.name for r in q.query.returns} for q in pack.queries}
     rules = pack.rules()
     assert {r.name for r in rules} == {
