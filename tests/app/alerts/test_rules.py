@@ -229,7 +229,7 @@ def test_the_hadoop_pack_rules_load() -> None:
     pack = load_pack(data_path("hadoop.yaml"))
     rules = {r.name: r for r in pack.rules()}
     kinds = {name: r.labels.get("kind") for name, r in rules.items()}
-    assert kinds == {  # every rule names the SPEC 9 fault kind it finds; none judges time skew alone
+    assert kinds == {  # every rule names the fault kind (semantics section 9) it finds; none judges time skew alone
         "MapDataSkew": "map_data_skew",
         "MapDataSkewDone": "map_data_skew",
         "ReduceDataSkew": "reduce_data_skew",
