@@ -199,6 +199,34 @@ def compare(hs: HistoryServer, events: list[dict[str, Any]]) -> Tally:
     _compare_jobs(hs, base, where, events)
     tally.add(_compare_stages(hs, base, where, events))
     tally.add(_compare_executors(hs, base, where, events))
+    tally.add(_compare_losses(hs, base, where, events))
+    return tally
+
+
+def _compare_losses(hs: HistoryServer, base: str, where: str, events: list[dict[str, Any]]) -> Tally:
+    """Each removed executor's StageExecutorLost events name exactly the stage attempts the store shows running at
+    its removal time (submitted at or before it, completed after it or not at all)."""
+    tally = Tally()
+    stages = hs.get(f"{base}/stages")
+    for x in hs.get(f"{base}/allexecutors"):
+        if x.get("removeTime") is None:
+            continue
+        t = _ms(x["removeTime"])
+        mine = {
+            (e["stage_id"], e["stage_attempt"])
+            for e in events
+            if e["type"] == ev.STAGE_EXECUTOR_LOST and e["executor_id"] == x["id"]
+        }
+        theirs, tied = set(), set()
+        for st in stages:
+            sub, done = _ms(st.get("submissionTime")), _ms(st.get("completionTime"))
+            if sub is None or sub > t or (done is not None and done < t):
+                continue
+            # The same millisecond as a submission or completion: the log's order decides, which the store's
+            # times cannot show.
+            (tied if t in (sub, done) else theirs).add((st["stageId"], st["attemptId"]))
+        assert theirs <= mine <= theirs | tied, (where, "executor", x["id"], sorted(mine), sorted(theirs))
+        tally.notes["stage attempts running at an executor's removal"] += len(mine)
     return tally
 
 

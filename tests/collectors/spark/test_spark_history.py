@@ -44,6 +44,7 @@ def test_every_figure_agrees_with_the_history_server(history_server: HistoryServ
     assert total.apps == len(history_server.copies) == 16
     assert total.stages >= 240 and total.tasks >= 22_000 and total.executors >= 60
     assert total.removals >= 3  # the killed executor of the local cluster, executors 2 and 1 of stage 238
+    assert total.notes["stage attempts running at an executor's removal"] >= 3  # one StageExecutorLost each
     assert total.notes["resubmitted task ends (failed to the History Server)"] >= 50
     assert total.notes["stage submissions without a time (Spark <= 2.2)"] == 6
 

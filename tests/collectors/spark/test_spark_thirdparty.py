@@ -143,6 +143,10 @@ def test_every_executor_lost_in_a_stage_and_late_task_ends(tmp_path: Path, capsy
     assert done["status"] == "FAILED" and done["tasks"] == len(tasks) == 280
     assert Counter(t["status"] for t in tasks) == {"SUCCEEDED": 227, "RESUBMITTED": 50, "FAILED": 3}
     assert done["failed_tasks"] == 3 and not late  # held until its last running task ended, then emitted after it
+    lost = [e for e in events if e["type"] == ev.STAGE_EXECUTOR_LOST]
+    assert [(e["stage_id"], e["executor_id"], e["ts"]) for e in lost] == [
+        (238, x["executor_id"], x["ts"]) for x in removed
+    ]
     records = [r for r in match_records(events, tmp_path, capsys) if r["query"] == "ExecutorLost"]
     assert sorted((r["return"]["stage_id"], r["return"]["executor_id"]) for r in records) == [(238, "1"), (238, "2")]
 
