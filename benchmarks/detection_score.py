@@ -139,6 +139,8 @@ def windows_of(truth: Mapping[str, Any]) -> tuple[list[Window], list[Window]]:
     """The injected faults and the natural entries of a ``ground_truth.json``."""
     faults = []
     for f in truth.get("faults", []):
+        if not f.get("entity"):  # no target before the window's end: it caused nothing
+            continue
         (label, value), *_ = f["entity"].items()
         affected = tuple((lab, str(v)) for lab, values in (f.get("affected") or {}).items() for v in values)
         faults.append(
