@@ -19,6 +19,8 @@ Per rate (its own ``hcep stream`` process, its own JVM):
   /proc, sampled every half second; on ``--cluster`` also the executors the workers launched).
 - ``batch p50/p99`` = micro-batch durations (Spark's ``triggerExecution``); ``first batch`` = the end of the first
   batch that read files, after the line ``hcep stream`` prints once its SparkSession is up.
+- ``capacity ev/s`` = events / the batches' summed durations: what the query does while it works (a bounded run
+  idles between batches), the figure to compare masters by.
 - ``state rows`` / ``state MB`` = the state operator's rows and RocksDB memory at the largest (Spark's progress).
 - ``hcep match`` / ``hcep run`` beside it: CPU seconds for the same events (``--reference-events`` of them, the
   stream's first seconds): ``hcep match`` over one file (a child process, its rusage), and ``hcep run`` draining
@@ -139,7 +141,7 @@ class TreeCPU:
             cpu = _cpu_of(pid)
             if cpu is not None:
                 self.seen[pid] = max(cpu, self.seen.get(pid, 0.0))
-                if pid not in self.kind:
+                if self.kind.get(pid, "other") == "other":  # spark-class is bash until it execs the JVM
                     self.kind[pid] = _kind(pid)
             todo.extend(kids.get(pid, []))
 
@@ -363,6 +365,7 @@ def summarize(run: Run, trace: Trace, drained_at: float, max_lag: float) -> dict
         "first batch s": first_end - run.session_up,
         "cpu s": run.cpu_s,
         "ev/CPU-s": processed / run.cpu_s if run.cpu_s else math.nan,
+        "capacity ev/s": processed / sum(durations) if durations else math.nan,
         "state rows": state_rows,
         "state MB": state_mb,
         "records": t["records"],
@@ -447,6 +450,7 @@ COLUMNS = [
     "batch p50 s",
     "batch p99 s",
     "first batch s",
+    "capacity ev/s",
     "cpu s",
     "ev/CPU-s",
     "state rows",

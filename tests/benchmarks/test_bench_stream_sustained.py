@@ -1,0 +1,52 @@
+"""The sustained-rate benchmark's parts without Spark: the trace (K copies of the jobs at the asked rate, ids and
+keys distinct, event time one second per file), the file -> batch map read from Spark's file source log, and the
+CPU of a process tree (a child that burns CPU is counted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.bench_stream_sustained import Trace, TreeCPU, _file_batches
+
+
+def test_trace_lands_the_rate_in_distinct_copies() -> None:
+    trace = Trace(rate=400, seconds=30)
+    assert trace.copies >= 10
+    seconds = [[json.loads(x) for x in trace.second(s)] for s in range(30)]
+    events = [e for sec in seconds for e in sec]
+    assert 0.7 * 400 * 30 <= len(events) <= 1.3 * 400 * 30
+    ids = [e["id"] for e in events]
+    assert len(ids) == len(set(ids))
+    jobs = {e["job_id"] for e in events if "job_id" in e}
+    assert len({j.rsplit("-", 1)[1] for j in jobs}) == trace.copies
+    for s, sec in enumerate(seconds):  # each file holds its own second of event time
+        assert all(int(e["ts"] - trace.base) == s for e in sec)
+
+
+def test_file_batches_from_the_source_log(tmp_path: Path) -> None:
+    base = tmp_path / "spark" / "sources" / "0"
+    base.mkdir(parents=True)
+    (base / "0").write_text('v1\n{"path":"file:///in/s-000000.jsonl","timestamp":1,"batchId":0}\n')
+    (base / "9.compact").write_text(
+        'v1\n{"path":"file:///in/s-000000.jsonl","timestamp":1,"batchId":0}\n'
+        '{"path":"file:///in/s-000001.jsonl","timestamp":2,"batchId":3}\n'
+    )
+    assert _file_batches(tmp_path) == {"s-000000.jsonl": 0, "s-000001.jsonl": 3}
+
+
+def test_tree_cpu_counts_a_child() -> None:
+    """The grandchild is reaped by its parent, which lives on: its CPU shows in the parent's children times."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass\n"
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import subprocess, sys, time; subprocess.run([sys.executable, '-c', {burn!r}]); time.sleep(2)",
+        ]
+    )
+    cpu = TreeCPU([parent.pid]).start()
+    parent.wait(60)
+    assert cpu.stop() >= 0.4
