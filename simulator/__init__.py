@@ -1,7 +1,9 @@
-"""A seeded simulation of a Hadoop cluster running the SWIM Facebook job mix, writing genuine Hadoop artifacts.
+"""The world the collectors observe: a seeded Hadoop cluster running the SWIM Facebook job mix (SPEC 9's background,
+faults injected by cause), writing genuine Hadoop and Ganglia artifacts.
 
-``simulate(SimConfig(nodes=..., hours=..., seed=...), out_dir)`` writes job history files, ApplicationMaster and
-reduce task syslogs, per-host ``load_one`` samples and a ground truth of planted anomalies (see ``run.py``).
+``simulate(SimConfig(nodes=..., hours=..., seed=..., faults=...), out_dir)`` writes job history files,
+ApplicationMaster, map and reduce task syslogs, per-host ``load_one`` samples, and -- outside them -- the ground truth
+of what it caused (see ``run.py``, ``README.md``).
 """
 
 from simulator.config import SimConfig

@@ -1,4 +1,4 @@
-"""Simulator settings: cluster shape, job sizing, timing model and anomaly planting, all with defaults."""
+"""Simulator settings: cluster shape, job sizing, timing model, the background and the faults, all with defaults."""
 
 from __future__ import annotations
 

@@ -40,9 +40,6 @@ from simulator.config import MB, SimConfig
 from simulator.jobs import Job
 
 PLAN = ".plan"
-#: The runaway reducer's run queue reaches its peak after this fraction of its run: a quick rise puts several
-#: imbalanced Ganglia rounds inside the reducer's span although the one-minute load average lags.
-RISE = 0.3
 #: Seconds between planning and the scenario's first moment (planning a 20-node hour takes about a second).
 LEAD = 4.0
 
