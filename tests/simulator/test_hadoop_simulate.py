@@ -192,3 +192,13 @@ def test_simulate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert simulate_cmd.run(parser.parse_args([*argv, "--force"])) == 0
     with pytest.raises(CommandError, match="gmond HOST:PORT"):
         simulate_cmd.run(parser.parse_args([*argv[:-3], "--ganglia", "gmond", "--force"]))
+    bad = tmp_path / "faults.json"
+    bad.write_text('[{"kind": "meteor", "at": 1, "severity": 2}]')
+    with pytest.raises(CommandError, match=r"faults.json\[0\]: unknown kind 'meteor'"):
+        simulate_cmd.run(parser.parse_args([*argv, "--force", "--faults", str(bad)]))
+    with pytest.raises(CommandError, match="--faults .*missing.json"):
+        simulate_cmd.run(parser.parse_args([*argv, "--force", "--faults", str(tmp_path / "missing.json")]))
+    bad.write_text('[{"kind": "slow_node", "at": 10, "severity": 3}]')
+    assert simulate_cmd.run(parser.parse_args([*argv, "--force", "--faults", str(bad)])) == 0
+    truth = json.loads((out / "ground_truth.json").read_text())
+    assert [f["kind"] for f in truth["faults"]] == ["slow_node"] and truth["faults"][0]["entity"]["host"]
