@@ -46,7 +46,7 @@ def warnings(pack: Any, events: list[dict[str, Any]]) -> list[tuple[str, str, fl
     for alert in judge(pack, evs):
         labels = alert.labels
         if alert.ends_at is None and labels["severity"] in ("warning", "critical"):
-            entity = labels.get("job_id") or labels.get("host") or labels.get("task_id") or ""
+            entity = labels.get("task_id") or labels.get("job_id") or labels.get("host") or ""
             out.append((labels["alertname"], entity, round(alert.starts_at - T0, 1)))
     return out
 
@@ -204,3 +204,45 @@ def test_natural_stragglers_scattered_over_hosts_do_not_warn(pack: Any) -> None:
     events = [attempt(100 + 30 * k, f"node{k}", k, slowness=5.0) for k in range(12)]
     events += [attempt(110 + 30 * k, f"node{k}", 20 + k, status="KILLED", slowness=None) for k in range(12)]
     assert warnings(pack, events) == []
+
+
+def load_rounds(host_load: dict[float, float], until: float = 600.0) -> list[dict[str, Any]]:
+    """Ganglia rounds every 15 s: the cluster's mean load 1.0 (std-dev 0.4 over 200 hosts), host n5's load_one
+    as given from each time on (1.0 before the first)."""
+    out = rounds(until)
+    load = 1.0
+    for k in range(int(until // 15) + 1):
+        at = k * 15.0
+        load = next((v for t, v in sorted(host_load.items(), reverse=True) if at >= t), 1.0)
+        out.append(
+            {
+                "type": "Metric",
+                "ts": T0 + at,
+                "delta": 7.5,
+                "host": "n5",
+                "metric": "load_one",
+                "val": load,
+                "cluster_mean": 1.0,
+                "cluster_std": 0.4,
+            }
+        )
+    return out
+
+
+def reducer(start: float, end: float) -> list[dict[str, Any]]:
+    task = "task_1700000000000_0001_r_000004"
+    attrs = {"job_id": J, "task_id": task, "attempt_id": task.replace("task", "attempt") + "_0", "host": "n5"}
+    return [hadoop("ReducerStart", start, **attrs), hadoop("ReducerEnd", end, **attrs)]
+
+
+def test_a_runaway_reducer_warns_while_it_spins(pack: Any) -> None:
+    # A reducer starts at 100 s on n5 (load normal), its host's load_one climbs to 9 above the cluster's mean from
+    # 160 s: one host cannot move a 200-host cluster's std-dev above 1, so the rule reads the host's excess.
+    got = warnings(pack, reducer(100.0, 500.0) + load_rounds({160.0: 5.0, 190.0: 10.0}))
+    assert got[0] == ("RunawayReducer", "task_1700000000000_0001_r_000004", 210.0)
+    assert {g[:2] for g in got} == {("RunawayReducer", "task_1700000000000_0001_r_000004")}  # it escalates
+
+
+def test_a_busy_host_or_a_reducer_started_on_a_loaded_host_does_not_warn(pack: Any) -> None:
+    assert warnings(pack, reducer(100.0, 500.0) + load_rounds({160.0: 3.0})) == []  # 2 above the mean: busy
+    assert warnings(pack, reducer(100.0, 500.0) + load_rounds({0.0: 9.0})) == []  # loaded before it started

@@ -242,7 +242,7 @@ def test_the_hadoop_pack_rules_load() -> None:
     assert all("anomaly" not in r.labels for r in rules.values())  # the old anomaly kinds are gone
     entity = {"map_data_skew": "job_id", "reduce_data_skew": "job_id", "held_output": "job_id", "slow_node": "host"}
     for name, r in rules.items():
-        assert r.group_by == (entity.get(str(kinds[name]), "task_id"),), name  # the label the fault's entity is in
+        assert r.group_by[0] == entity.get(str(kinds[name]), "task_id"), name  # the label the fault's entity is in
     assert all(not q.alert for q in pack.queries)  # records are facts: no query alerts on every record any more
 
 
