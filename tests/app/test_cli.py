@@ -44,7 +44,11 @@ def hcep(*args: str, stdin: str | None = None, runner: list[str] = MODULE, cwd: 
 
 
 def records(stdout: str) -> list[dict]:
-    return [json.loads(line) for line in stdout.splitlines()]
+    """The records printed, a growing run's chain of increments (Q4, docs/semantics.md section 5) rebuilt into whole
+    records (:func:`contracts.records.rebuild`): what the hand-checked expectations list."""
+    from contracts.records import rebuild
+
+    return rebuild(json.loads(line) for line in stdout.splitlines())
 
 
 def one_line_error(proc, *needles: str) -> str:
@@ -143,6 +147,19 @@ def test_match_stdin():
     proc = hcep("match", "-", "--pack", str(PACK), "--query", "Q4", stdin=HANDCHECK.read_text())
     assert proc.returncode == 0, proc.stderr
     assert_same_records(records(proc.stdout), EXPECTED["Q4"])
+
+
+def test_match_writes_growing_runs_as_increments():
+    """Q4 as printed: a chain per job (each record the DataIO events since the previous one, named in ``extends``);
+    ``--full-matches`` prints the whole records instead."""
+    proc = hcep("match", str(HANDCHECK), "--pack", str(PACK), "--query", "Q4")
+    raw = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert proc.returncode == 0 and all("id" in r for r in raw) and any("extends" in r for r in raw)
+    assert all(len(r["match"]["b"]) == 1 for r in raw)
+    full = hcep("match", str(HANDCHECK), "--pack", str(PACK), "--query", "Q4", "--full-matches")
+    assert full.returncode == 0, full.stderr
+    whole = [json.loads(line) for line in full.stdout.splitlines()]
+    assert_same_records(whole, EXPECTED["Q4"])
 
 
 def test_match_query_text():
