@@ -97,14 +97,11 @@ class StreamGroup:
     rule, and its own events the watermark has not released yet."""
 
     def __init__(self, plan: StreamPlan, fam: FamilyPlan, gkey: str, compiled: list[Any], state: Any = None) -> None:
-        from engine.evaluate import PackFeeder, make_matcher, write_increments
-
         self.plan, self.fam, self.gkey = plan, fam, gkey
         self.queries = fam.queries if gkey == WHOLE_GROUP else fam.keyless if gkey == KEYLESS_GROUP else fam.keyed
         self.qidx = {plan.plans[q].name: q for q in self.queries}
-        matchers = [make_matcher(compiled[q], plan.umax) for q in self.queries]
-        write_increments(matchers, not plan.full_matches)  # growing runs as chains (semantics section 5)
-        self.feeder = PackFeeder(matchers, plan.umax)
+        self.compiled = compiled
+        self._feeder: Any = None  # built when first fed or restored: a group that only holds pending events has none
         self.chains: dict[str, bool] = {}  # a chain's latest record id -> whether its whole signature holds a key
         self.own: dict[str, int] = {}  # id -> thi of the group's keyed events fed (home rule)
         self.pending: list[list[Any]] = []  # [mid2, seq, tlo, thi, json, type] not yet released
@@ -128,6 +125,17 @@ class StreamGroup:
             self.chains = dict(state.get("chains") or {})
             if state["snap"] is not None:
                 self.feeder.restore(state["snap"])
+
+    @property
+    def feeder(self) -> Any:
+        """The group's evaluators, built on first use (making them is most of a new group's cost)."""
+        if self._feeder is None:
+            from engine.evaluate import PackFeeder, make_matcher, write_increments
+
+            matchers = [make_matcher(self.compiled[q], self.plan.umax) for q in self.queries]
+            write_increments(matchers, not self.plan.full_matches)  # growing runs as chains (semantics section 5)
+            self._feeder = PackFeeder(matchers, self.plan.umax)
+        return self._feeder
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -235,6 +243,8 @@ class StreamGroup:
         return len(merged)
 
     def flush(self, out: list[tuple]) -> None:
+        if self._feeder is None and not self.started:
+            return  # never fed: nothing to flush
         for record in self.feeder.flush():
             self._emit(record, 2**62, 2**62, out)
 
