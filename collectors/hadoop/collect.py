@@ -32,7 +32,8 @@ KINDS = ("jhist", "am", "reduce", "map")
 _ORDER = {kind: i for i, kind in enumerate(KINDS)}
 _SNIFF_BYTES = 128 * 1024
 _SKIP_SUFFIXES = ("_tmp", ".xml", ".summary", ".gz", ".crc", ".swp", ".jsonl", ".json")
-_AM_MARKERS = ("MRAppMaster", "mapreduce.v2.app.")
+# The AM's own loggers (a reduce log names the MRAppMaster in messages: "Reporting fetch failure for M to MRAppMaster.")
+_AM_MARKERS = ("org.apache.hadoop.mapreduce.v2.app.", "MRAppMaster: Created MRAppMaster")
 _REDUCE_MARKERS = ("EventFetcher", "task.reduce.", "ShuffleSchedulerImpl", "mapred.ReduceTask", "reduce.Fetcher")
 _MAP_MARKERS = ("mapred.MapTask: Processing split", "MapTask metrics system started")
 

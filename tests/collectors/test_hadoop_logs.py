@@ -340,3 +340,15 @@ def test_map_log_split_known_at_start(tmp_path) -> None:
             "container_id": container,
         }
     ]
+
+
+def test_a_reduce_log_that_names_the_mrappmaster_is_still_a_reduce_log(tmp_path) -> None:
+    """Hadoop 2.7+ reducers log 'Reporting fetch failure for M to MRAppMaster.': the AM is told by its loggers."""
+    path = tmp_path / "syslog"
+    path.write_text(
+        sample("reduce_syslog").read_text()
+        + f"2023-11-14 22:18:14,710 INFO [fetcher#1] {R}ShuffleSchedulerImpl: Reporting fetch failure for "
+        f"{ATT}_m_000001_0 to MRAppMaster.\n"
+    )
+    assert sniff(str(path)) == "reduce"
+    assert sniff(str(sample("am_syslog"))) == "am"

@@ -197,12 +197,15 @@ def test_a_slow_host_shows_across_jobs(pack: Any) -> None:
         attempt(500, "node1", 9, slowness=4)
     ]
     got = warnings(pack, slow + healthy)
-    assert got == [("SlowNode", "node9", 420.0)]  # at its sixth slow attempt, the third job's
+    # Its third lost race (260 s, three jobs within 5 minutes), then its sixth slow attempt of any kind (420 s).
+    assert got == [("SlowNodeKills", "node9", 260.0), ("SlowNode", "node9", 420.0)]
 
 
 def test_natural_stragglers_scattered_over_hosts_do_not_warn(pack: Any) -> None:
     events = [attempt(100 + 30 * k, f"node{k}", k, slowness=5.0) for k in range(12)]
     events += [attempt(110 + 30 * k, f"node{k}", 20 + k, status="KILLED", slowness=None) for k in range(12)]
+    # and on one host, two lost races 5 minutes apart and a third later: no host loses three in 5 minutes
+    events += [attempt(t, "node3", 40 + i, status="KILLED", slowness=None) for i, t in enumerate((700, 950, 1300))]
     assert warnings(pack, events) == []
 
 

@@ -362,7 +362,7 @@ def test_pack_alert_rules_read_their_querys_return_names(pack):
 
 
 def test_pack_compiles(pack):
-    assert len(compiled(pack)) == len(pack.queries) == 15
+    assert len(compiled(pack)) == len(pack.queries) == 16
 
 
 # --------------------------------------------------------------------------- hand-checked trace

@@ -234,6 +234,7 @@ def test_the_hadoop_pack_rules_load() -> None:
         "MapDataSkewDone": "map_data_skew",
         "ReduceDataSkew": "reduce_data_skew",
         "SlowNode": "slow_node",
+        "SlowNodeKills": "slow_node",
         "HungFetch": "hung_fetch",
         "HeldMapOutput": "held_output",
         "HeldMapOutputEarly": "held_output",
