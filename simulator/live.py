@@ -149,7 +149,7 @@ def plan(cfg: SimConfig, out_dir: str, *, showcase_every: float = 600.0, keep: f
     summary = simulate(cfg, plan_dir, ganglia="none", jobs_factory=scenario_jobs(showcase_every, keep))
     for name in ("hadoop", "ganglia"):  # where the logs and samples will appear (empty until the clock gets there)
         os.makedirs(os.path.join(out_dir, name), exist_ok=True)
-    for name in ("ground_truth.json", "faults.json", "jobs.jsonl"):
+    for name in ("jobs.jsonl", "faults.json", "ground_truth.json"):  # the truth last: when it is there, all are
         tmp = os.path.join(out_dir, name + ".tmp")
         shutil.copyfile(os.path.join(plan_dir, name), tmp)
         os.replace(tmp, os.path.join(out_dir, name))

@@ -470,7 +470,8 @@ class Demo:
             spark_text = f"; a PySpark application (local[2]) logging to {_short(lay.spark)}"
         self._done(
             t,
-            f"{self.truth['jobs']} jobs over {o.minutes:g} min from "
+            f"{_count_lines(lay.cluster / 'jobs.jsonl')} jobs and {len(self.truth.get('faults') or [])} faults over "
+            f"{o.minutes:g} min from "
             f"{time.strftime('%H:%M:%S', time.gmtime(start))} UTC; logs in {_short(lay.cluster / 'hadoop')}"
             f"{spark_text}",
         )
@@ -670,6 +671,15 @@ def _answers(url: str) -> bool:
             return resp.status == 200
     except (OSError, ValueError):
         return False
+
+
+def _count_lines(path: Path) -> int:
+    """Lines of a file (0 when it is not there)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return sum(1 for line in handle if line.strip())
+    except OSError:
+        return 0
 
 
 def _pack_settings(pack: Path) -> dict[str, Any]:
