@@ -2,10 +2,10 @@
 
 Tables (see :mod:`app.spark.history`): ``durations`` (task duration quantiles per job, queue, user, host), ``skew``
 (Dr. Elephant-style severity per job), ``queued`` (queued map output per job over time) and ``anomalies`` (straggler
-and imbalance matches per time bucket); over Spark applications' events also ``spark_stages`` (per stage attempt:
-task-time quantiles, skew, GC, spill) and ``spark_apps`` (per application).  The anomalies come from the archive's
-match records; with ``--pack`` the archived events are matched first (by ``hcep batch``'s distributed matcher) and
-those records are used instead.
+and imbalance matches per time bucket); over Spark applications' events also ``spark_stages`` (per stage attempt
+of an application attempt: task-time quantiles, skew, GC, spill) and ``spark_apps`` (per application attempt).  The
+anomalies come from the archive's match records; with ``--pack`` the archived events are matched first (by ``hcep
+batch``'s distributed matcher) and those records are used instead.
 """
 
 from __future__ import annotations

@@ -16,16 +16,22 @@ Tables (``OUT/<name>/``):
 
 Spark applications (the events of ``hcep collect spark``, when the archive holds any):
 
-``spark_stages``  per application and stage attempt: name, status, duration, tasks (attempts) and failed ones;
-                  task duration quantiles over the successful attempts (``task_p25`` .. ``task_p99``, as above),
-                  ``task_max`` and ``skew`` = max / median (Dr. Elephant's task skew); executor run time, GC time
-                  and ``gc_ratio``; memory and disk spill and ``spill_ratio`` = memory spill / data processed (the
-                  largest of input, output, shuffle read and write: Dr. Elephant's execution memory spill); the
-                  slowest shuffle fetch wait.  From the SparkTask events, with the StageCompleted figures where the
-                  stage's completion is archived.
-``spark_apps``    per application: name, user, start, end, duration; stage attempts, retried stages, tasks and
-                  failed tasks; total task time, run time, GC time and ratio; memory and disk spill; the worst stage
-                  skew; executors added and removed.
+``spark_stages``  per application attempt and stage attempt (``app_attempt``: null where Spark logged none;
+                  ``stage_key``: the collector's ``<app_id>[_<app_attempt>]/<stage_id>/<stage_attempt>``): name,
+                  status, duration, tasks (attempts) and failed ones; task duration quantiles over the successful
+                  attempts (``task_p25`` .. ``task_p99``, as above), ``task_max`` and ``skew`` = max / median
+                  (Dr. Elephant's task skew); executor run time, GC time and ``gc_ratio``; memory and disk spill and
+                  ``spill_ratio`` = memory spill / data processed (the largest of input, output, shuffle read and
+                  write: Dr. Elephant's execution memory spill); the slowest shuffle fetch wait.  From the SparkTask
+                  events, with the StageCompleted figures where the stage's completion is archived.
+``spark_apps``    per application attempt (``app_id``, ``app_attempt``): name, user, start, end, duration; stage
+                  attempts, retried stages, tasks and failed tasks; total task time, run time, GC time and ratio;
+                  memory and disk spill; the worst stage skew; executors added and removed.
+
+Why per application attempt: YARN re-runs a failed application's driver as a new attempt under the same App ID,
+and each attempt numbers its stages from 0 again (one log per attempt, ``App Attempt ID`` in its
+``SparkListenerApplicationStart``); keyed by App ID and stage alone, attempts 1-4 of one application summed their
+tasks into one row.  The key is the collector's (``collectors.spark.events.stage_key``).
 
 Skew, in the manner of Dr. Elephant's ``GenericSkewHeuristic`` (LinkedIn, Apache 2.0): the task durations of a job
 are split in two groups by two rounds of 1-D two-means starting at the mean (``Statistics.findTwoGroups``: split at
@@ -64,15 +70,19 @@ IMBALANCE_QUERIES = ("Q5", "Q6")
 TABLES = ("durations", "skew", "queued", "anomalies", "spark_stages", "spark_apps")
 #: The attributes of the Spark events the Spark tables read (from the archive's ``attrs`` JSON).
 SPARK_TASK_SCHEMA = (
-    "app_id string, stage_id long, stage_attempt long, executor_id string, host string, status string, "
-    "duration double, run_time double, gc_time double, memory_spill long, disk_spill long, fetch_wait double"
+    "app_id string, app_attempt string, stage_id long, stage_attempt long, executor_id string, host string, "
+    "status string, duration double, run_time double, gc_time double, memory_spill long, disk_spill long, "
+    "fetch_wait double"
 )
 SPARK_STAGE_SCHEMA = (
-    "app_id string, stage_id long, stage_attempt long, stage_name string, status string, duration double, "
-    "num_tasks long, data_bytes long"
+    "app_id string, app_attempt string, stage_id long, stage_attempt long, stage_name string, status string, "
+    "duration double, num_tasks long, data_bytes long"
 )
-SPARK_APP_SCHEMA = "app_id string, app_name string, user string, duration double"
-STAGE_KEY = ("app_id", "stage_id", "stage_attempt")
+SPARK_APP_SCHEMA = "app_id string, app_attempt string, app_name string, user string, duration double"
+#: An application attempt; a stage attempt within it.  ``app_attempt`` may be null (local and client mode): grouped
+#: by these columns, joined on the non-null strings ``app_key`` / ``stage_key`` built from them (``_keyed``).
+APP_KEY = ("app_id", "app_attempt")
+STAGE_KEY = ("app_id", "app_attempt", "stage_id", "stage_attempt")
 
 
 # ------------------------------------------------------------------------------------------------ skew (pure)
@@ -229,16 +239,29 @@ def _attrs(events: DataFrame, etype: str, schema: str) -> DataFrame:
     )
 
 
+def _keyed(frame: DataFrame) -> DataFrame:
+    """``frame`` with ``app_key`` = ``<app_id>[_<app_attempt>]`` and, where it has stage columns, ``stage_key`` =
+    ``<app_key>/<stage_id>/<stage_attempt>``: the collector's ``stage_key``, built here so that an archive's events
+    need not carry it."""
+    from pyspark.sql import functions as F
+
+    out = frame.withColumn("app_key", F.concat_ws("_", F.col("app_id"), F.col("app_attempt")))
+    if "stage_id" in frame.columns:
+        parts = [F.col("app_key"), F.col("stage_id").cast("string"), F.col("stage_attempt").cast("string")]
+        out = out.withColumn("stage_key", F.concat_ws("/", *parts))
+    return out
+
+
 def spark_stages(events: DataFrame) -> DataFrame | None:
     """Per application and stage attempt (see the module doc); None when the archive holds no SparkTask."""
     from pyspark.sql import functions as F
 
-    tasks = _attrs(events, "SparkTask", SPARK_TASK_SCHEMA)
+    tasks = _keyed(_attrs(events, "SparkTask", SPARK_TASK_SCHEMA))
     if tasks.limit(1).count() == 0:
         return None
     ok = F.col("status") == "SUCCEEDED"
     quantiles = F.percentile_approx(F.when(ok, F.col("duration")), list(QUANTILES), 10_000)
-    agg = tasks.groupBy(*STAGE_KEY).agg(
+    agg = tasks.groupBy("stage_key", "app_key", *STAGE_KEY).agg(
         F.count(F.lit(1)).alias("tasks"),
         F.sum((F.col("status") == "FAILED").cast("long")).alias("failed_tasks"),
         quantiles.alias("q"),
@@ -251,7 +274,7 @@ def spark_stages(events: DataFrame) -> DataFrame | None:
         F.max("fetch_wait").alias("fetch_wait_max"),
         F.min(F.col("ts") - F.col("duration")).alias("first_launch"),
     )
-    cols: list[Any] = [*STAGE_KEY, "tasks", "failed_tasks"]
+    cols: list[Any] = ["stage_key", "app_key", *STAGE_KEY, "tasks", "failed_tasks"]
     cols += [F.col("q")[i].alias(f"task_p{round(q * 100)}") for i, q in enumerate(QUANTILES)]
     cols += [
         "task_max",
@@ -265,13 +288,15 @@ def spark_stages(events: DataFrame) -> DataFrame | None:
     ]
     agg = agg.select(*cols)
     done = (
-        _attrs(events, "StageCompleted", SPARK_STAGE_SCHEMA)
+        _keyed(_attrs(events, "StageCompleted", SPARK_STAGE_SCHEMA))
+        .drop("app_key", *STAGE_KEY)
         .withColumnRenamed("ts", "completed")
-        .dropDuplicates(list(STAGE_KEY))
+        .dropDuplicates(["stage_key"])
     )
-    out = agg.join(done, list(STAGE_KEY), "left")
+    out = agg.join(done, "stage_key", "left")
     return out.select(
         *STAGE_KEY,
+        "stage_key",
         "stage_name",
         "status",
         "num_tasks",
@@ -295,43 +320,52 @@ def spark_stages(events: DataFrame) -> DataFrame | None:
 
 
 def spark_apps(events: DataFrame, stages: DataFrame) -> DataFrame:
-    """Per application (see the module doc), from its stages and its application and executor events."""
+    """Per application attempt (see the module doc), from its stages and its application and executor events."""
     from pyspark.sql import functions as F
 
-    per_stage = stages.groupBy("app_id").agg(
-        F.count(F.lit(1)).alias("stage_attempts"),
-        F.sum((F.col("stage_attempt") > 0).cast("long")).alias("stage_retries"),
-        F.sum("tasks").alias("tasks"),
-        F.sum("failed_tasks").alias("failed_tasks"),
-        F.sum("task_time").alias("task_time"),
-        F.sum("run_time").alias("run_time"),
-        F.sum("gc_time").alias("gc_time"),
-        F.sum("memory_spill").alias("memory_spill"),
-        F.sum("disk_spill").alias("disk_spill"),
-        F.max("skew").alias("worst_skew"),
+    per_stage = (
+        _keyed(stages)
+        .groupBy("app_key", *APP_KEY)
+        .agg(
+            F.count(F.lit(1)).alias("stage_attempts"),
+            F.sum((F.col("stage_attempt") > 0).cast("long")).alias("stage_retries"),
+            F.sum("tasks").alias("tasks"),
+            F.sum("failed_tasks").alias("failed_tasks"),
+            F.sum("task_time").alias("task_time"),
+            F.sum("run_time").alias("run_time"),
+            F.sum("gc_time").alias("gc_time"),
+            F.sum("memory_spill").alias("memory_spill"),
+            F.sum("disk_spill").alias("disk_spill"),
+            F.max("skew").alias("worst_skew"),
+        )
     )
     starts = (
-        _attrs(events, "SparkAppStart", SPARK_APP_SCHEMA)
-        .groupBy("app_id")
+        _keyed(_attrs(events, "SparkAppStart", SPARK_APP_SCHEMA))
+        .groupBy("app_key")
         .agg(
             F.min("ts").alias("start"),
             F.first("app_name", ignorenulls=True).alias("app_name"),
             F.first("user", ignorenulls=True).alias("user"),
         )
     )
-    ends = _attrs(events, "SparkAppEnd", SPARK_APP_SCHEMA).groupBy("app_id").agg(F.max("ts").alias("end"))
+    ends = _keyed(_attrs(events, "SparkAppEnd", SPARK_APP_SCHEMA)).groupBy("app_key").agg(F.max("ts").alias("end"))
     executors = (
-        events.where(F.col("type").isin("ExecutorAdded", "ExecutorRemoved"))
-        .select("type", F.get_json_object("attrs", "$.app_id").alias("app_id"))
-        .groupBy("app_id")
+        _keyed(
+            events.where(F.col("type").isin("ExecutorAdded", "ExecutorRemoved")).select(
+                "type",
+                F.get_json_object("attrs", "$.app_id").alias("app_id"),
+                F.get_json_object("attrs", "$.app_attempt").alias("app_attempt"),
+            )
+        )
+        .groupBy("app_key")
         .agg(
             F.sum((F.col("type") == "ExecutorAdded").cast("long")).alias("executors_added"),
             F.sum((F.col("type") == "ExecutorRemoved").cast("long")).alias("executors_removed"),
         )
     )
-    out = per_stage.join(starts, "app_id", "left").join(ends, "app_id", "left").join(executors, "app_id", "left")
+    out = per_stage.join(starts, "app_key", "left").join(ends, "app_key", "left").join(executors, "app_key", "left")
     return out.select(
-        "app_id",
+        *APP_KEY,
         "app_name",
         "user",
         "start",

@@ -159,3 +159,83 @@ def test_spark_application_tables(spark, tmp_path: Path, capsys) -> None:
     anomalies = {(r["kind"], r["query"]) for r in pq.read_table(out / "anomalies").to_pylist()}
     assert ("straggler", "SlowTask") in anomalies
     assert json.loads((tmp_path / "local.jsonl").read_text().splitlines()[0])["type"] == "SparkAppStart"
+
+
+@pytest.mark.spark
+def test_spark_tables_keep_application_attempts_apart(spark, tmp_path: Path, capsys) -> None:
+    """Issue 27, defect 3, in the history job: YARN attempts 1-4 of one application (real logs in one directory:
+    ``tests/collectors/spark/fixtures/multiple_attempts``, NVIDIA/spark-rapids-tools, Apache-2.0) reuse its App ID
+    and stage ids.  Archived together, each attempt's rows equal the figures of its own log collected alone (the
+    collector's StageCompleted figures, its task and executor events); keyed without the attempt they were summed."""
+    import pyarrow.parquet as pq
+
+    from app.spark.archive import ArchiveWriter
+    from tests.collectors.spark.conftest import run_collect
+    from tests.collectors.spark.test_spark_thirdparty import logs_of
+
+    alone: dict[str, list[dict]] = {}
+    for path in logs_of("multiple_attempts"):
+        events, _, dead = run_collect(path)
+        (start,) = [e for e in events if e["type"] == "SparkAppStart"]
+        assert dead.count == 0 and start["app_attempt"] not in alone
+        alone[start["app_attempt"]] = events
+    assert sorted(alone) == ["1", "2", "3", "4"]
+    root, out = tmp_path / "archive", tmp_path / "history"
+    with ArchiveWriter(root) as writer:
+        for events in alone.values():
+            writer.add_events(events)
+    code, _, err = run_cli(["history", str(root), "--out", str(out), "--no-progress"], capsys)
+    assert code == 0, err
+
+    want_stages, want_apps = {}, {}
+    for attempt, events in alone.items():
+        tasks = [e for e in events if e["type"] == "SparkTask"]
+        for e in events:
+            if e["type"] == "StageCompleted":
+                mine = [t for t in tasks if t["stage_key"] == e["stage_key"]]
+                want_stages[(e["app_id"], attempt, e["stage_id"], e["stage_attempt"])] = (
+                    e["stage_key"],
+                    e["status"],
+                    e["tasks"],
+                    len(mine),
+                    e["failed_tasks"],
+                    e["task_duration_max"],
+                    e["memory_spill"],
+                    e["disk_spill"],
+                    round(e["run_time"], 3),
+                    round(e["gc_time"], 3),
+                    e["ts"],
+                )
+        (begin,) = [e for e in events if e["type"] == "SparkAppStart"]
+        (end,) = [e for e in events if e["type"] == "SparkAppEnd"]
+        stages_done = sum(1 for e in events if e["type"] == "StageCompleted")
+        added = sum(1 for e in events if e["type"] == "ExecutorAdded")
+        want_apps[(begin["app_id"], attempt)] = (begin["ts"], end["ts"], stages_done, len(tasks), added)
+    got_stages = {
+        (r["app_id"], r.get("app_attempt"), r["stage_id"], r["stage_attempt"]): (
+            r.get("stage_key"),
+            r["status"],
+            r["tasks"],
+            r["tasks"],
+            r["failed_tasks"],
+            r["task_max"],
+            r["memory_spill"],
+            r["disk_spill"],
+            round(r["run_time"], 3),
+            round(r["gc_time"], 3),
+            r["completed"],
+        )
+        for r in pq.read_table(out / "spark_stages").to_pylist()
+    }
+    assert len(want_stages) == 20 and got_stages == want_stages
+    got_apps = {
+        (r["app_id"], r.get("app_attempt")): (
+            r["start"],
+            r["end"],
+            r["stage_attempts"],
+            r["tasks"],
+            r["executors_added"],
+        )
+        for r in pq.read_table(out / "spark_apps").to_pylist()
+    }
+    assert got_apps == want_apps and {v[3] for v in want_apps.values()} == {107}
