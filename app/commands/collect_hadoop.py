@@ -3,7 +3,10 @@
 Without ``--follow`` every file under the paths is read once and the events are written sorted by time.  With
 ``--follow`` the files (and new files appearing under directory paths) are tailed through rotation; events are
 written as they come, and read positions are committed to ``--state`` after each flushed batch, so a restart resumes
-without loss or repetition.  A summary line (files, lines, events, dead-lettered) goes to stderr.
+without loss or repetition.  A summary line (files, lines, events, dead-lettered) goes to stderr.  A file in a
+format not read (Hadoop 1 JobTracker history, a Spark event log, another kind of log4j log, a gzip-compressed one:
+:mod:`collectors.hadoop.formats`) is named on stderr with why and counted per format in the summary (``--strict``:
+exit 2); companions such as a job's ``conf.xml`` are merely counted as skipped.
 
 With ``--kafka HOST:PORT`` the events go to the topic ``hcep.events.hadoop`` (``--topic``), keyed by job, up to
 ``--pack`` events of one partition per message, instead of stdout.  In ``--follow`` mode one producer lives as long
@@ -38,6 +41,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--progress", dest="progress", action="store_true", default=None, help="always show a progress bar"
     )
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show a progress bar")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 2 when a file under the paths is in a format not read (each is named on stderr)",
+    )
     parser.add_argument("--max-polls", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop following
     kafka_out.configure(parser, "hadoop")
 
@@ -111,7 +119,28 @@ def _batch(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | No
     finally:
         if bar is not None:
             bar.close()
+    _print_report(args, summary)
+    return _strict(args, summary)
+
+
+#: How many files in a format not read the report names one by one.
+NAMED_UNREAD = 20
+
+
+def _print_report(args: argparse.Namespace, summary: Any) -> None:
+    """The files in a format not read, each with why (never passed over in silence), then the summary."""
+    for path, _, why in summary.unread[:NAMED_UNREAD]:
+        print(f"collect hadoop: not read: {path}: {why}", file=sys.stderr)
+    if len(summary.unread) > NAMED_UNREAD:
+        print(f"collect hadoop: not read: {len(summary.unread) - NAMED_UNREAD} more", file=sys.stderr)
     print(summary.line(args.deadletter), file=sys.stderr)
+
+
+def _strict(args: argparse.Namespace, summary: Any) -> int:
+    """2 with ``--strict`` when a file was in a format not read, else 0."""
+    if summary.unread and args.strict:
+        print(f"collect hadoop: --strict: {len(summary.unread)} files not read", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -121,6 +150,7 @@ def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | N
     from collectors.hadoop.collect import Deduper, Summary, line_parser, sniff
     from collectors.hadoop.common import Context, ParseStats
     from collectors.hadoop.deadletter import DeadLetterSink
+    from collectors.hadoop.formats import unread_format
     from collectors.hadoop.jhist import HEADER_BINARY, parse_jhist, sniff_header
     from collectors.hadoop.tail import Tailer
 
@@ -190,9 +220,14 @@ def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | N
     def close() -> None:
         tailer.close()
         summary.duplicates = dedupe.dropped
-        print(summary.line(args.deadletter), file=sys.stderr)
+        # files never recognised (a log's first lines may lack its kind's markers: re-sniffed until it is stopped)
+        summary.skipped = sum(1 for path in unknown if path not in parsers and path not in done)
+        summary.unread = [
+            (path, *what) for path in unknown if path not in parsers and (what := unread_format(path)) is not None
+        ]
+        _print_report(args, summary)
 
-    return follow(
+    code = follow(
         poll_seconds=args.poll,
         max_polls=args.max_polls,
         rescan_seconds=5.0,
@@ -204,3 +239,4 @@ def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | N
         publisher=publisher,
         deadletter=deadletter,
     )
+    return _strict(args, summary) if code == 0 else code

@@ -3,7 +3,9 @@
 Kinds are told apart by name and content: ``*.jhist`` or an ``Avro-Json``/``Avro-Binary`` first line is job history;
 a syslog that mentions ``MRAppMaster`` is an ApplicationMaster log; one with shuffle classes (``EventFetcher``,
 ``Fetcher``, ``ShuffleSchedulerImpl``, ``ReduceTask``) is a reduce task log; one with ``MapTask: Processing split`` a
-map task log (its container is its directory's name).  Other files are skipped.
+map task log (its container is its directory's name).  Other files are skipped; those that look like a history or
+log file in a format not read (Hadoop 1 JobTracker history, a Spark event log, another log4j log, a gzip-compressed
+one) are named (:mod:`collectors.hadoop.formats`): ``Summary.unread``.
 
 A job seen through both its history file and its AM log yields the same facts twice; history files are read first
 and the later copy is dropped (:func:`collectors.hadoop.events.semantic_key`), because they carry exact times, user,
@@ -16,6 +18,7 @@ import heapq
 import json
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import tzinfo
@@ -25,6 +28,7 @@ from collectors.hadoop.amlog import AmLogParser
 from collectors.hadoop.common import Context, LineParser, ParseStats, read_lines, run_lines, zone
 from collectors.hadoop.deadletter import DeadLetterSink
 from collectors.hadoop.events import DEFAULT_DELTA, Event, semantic_key
+from collectors.hadoop.formats import unread_format
 from collectors.hadoop.jhist import HEADER_BINARY, HEADER_JSON, JhistJsonParser, parse_jhist, sniff_header
 from collectors.hadoop.tasklog import MapLogParser, ReduceLogParser, container_of
 
@@ -157,13 +161,19 @@ class Summary:
     stats: ParseStats = field(default_factory=ParseStats)
     duplicates: int = 0
     written: int = 0
+    #: Skipped files in a format not read: (path, format, why), in walk order.
+    unread: list[tuple[str, str, str]] = field(default_factory=list)
 
     def line(self, deadletter_path: str | None) -> str:
         s = self.stats
         tail = "" if deadletter_path or not s.dead else " (use --deadletter FILE to keep them)"
+        unread = ""
+        if self.unread:
+            counts = Counter(fmt for _, fmt, _ in self.unread)
+            unread = f"; {len(self.unread)} in formats not read: " + ", ".join(f"{f} {n}" for f, n in counts.items())
         return (
-            f"collect hadoop: {self.files} files ({self.skipped} skipped), {s.lines} lines, {self.written} events "
-            f"({self.duplicates} duplicates dropped), {s.dead} dead-lettered{tail}"
+            f"collect hadoop: {self.files} files ({self.skipped} skipped{unread}), {s.lines} lines, "
+            f"{self.written} events ({self.duplicates} duplicates dropped), {s.dead} dead-lettered{tail}"
         )
 
 
@@ -183,6 +193,7 @@ def collect(
     skipped: list[str] = []
     sources = discover(paths, skipped)
     summary.files, summary.skipped = len(sources), len(skipped)
+    summary.unread = [(path, *what) for path in skipped if (what := unread_format(path)) is not None]
     dedupe = Deduper()
     for source in sources:
         for event in parse_source(source, tz=tzinfo_, delta=delta, deadletter=deadletter, stats=summary.stats):
