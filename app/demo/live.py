@@ -175,6 +175,7 @@ class Demo:
         self.alertmanager_url = f"http://{LOOPBACK}:{opts.alertmanager_port}"
         self.url = f"http://{LOOPBACK}:{opts.dashboard_port}/"
         self.truth: dict[str, Any] = {}
+        self.alert_names: dict[str, list[str]] = {}
         self.env = dict(os.environ)
         self.env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
         self.env["PYTHONUNBUFFERED"] = "1"
@@ -453,6 +454,7 @@ class Demo:
         truth_file = lay.cluster / "ground_truth.json"
         self._wait("the simulator's plan", truth_file.exists)
         self.truth = json.loads(truth_file.read_text(encoding="utf-8"))
+        self.alert_names = guide.alerts_by_kind(o.pack)  # read now: the guide is printed at once when all is up
         start = float(self.truth["window"]["start"])
         spark_text = ""
         if o.spark:
@@ -559,8 +561,7 @@ class Demo:
             + (f", and again every {o.showcase_every / 60:g} min" if o.showcase_every else "")
             + "):"
         )
-        names = guide.alerts_by_kind(o.pack)
-        for line in guide.look_for(self.truth, self.url if o.dashboard else "", start, names):
+        for line in guide.look_for(self.truth, self.url if o.dashboard else "", start, self.alert_names):
             self.say("  " + line)
         if o.spark:
             for line in guide.spark_look_for(self.url if o.dashboard else ""):
