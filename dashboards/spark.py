@@ -6,6 +6,10 @@ StageRetry: each carries the figures the view needs in its RETURN values) but no
 archive may hold the events ``hcep collect spark`` wrote and no records.  A stage is shown from its StageDone record
 when there is one, else from its StageCompleted event, so every source gives the same table.  The RETURN names of
 ``queries/spark.yaml`` are the contract.
+
+Application attempts: YARN re-runs a failed driver as a new attempt under the same App ID, and each attempt numbers
+its stages from 0 again, so a stage is keyed by ``app_attempt`` too (the collector's ``stage_key``).  The pack's
+records name no attempt (their RETURN has none); where the events name the attempts of a stage, they stand for it.
 """
 
 from __future__ import annotations
@@ -17,11 +21,11 @@ import pandas as pd
 
 SPARK_QUERIES = ("StageDone", "SlowTask", "FetchWait", "ExecutorLost", "StageRetry")
 SPARK_EVENTS = ("SparkAppStart", "SparkAppEnd", "StageCompleted", "ExecutorRemoved")
-STAGE_KEY = ["app_id", "stage_id", "stage_attempt"]
+STAGE_KEY = ["app_id", "app_attempt", "stage_id", "stage_attempt"]
 STAGE_COLUMNS = [
-    "app_id", "stage_id", "stage_attempt", "skew", "alerts", "tasks", "duration", "task_max", "task_median",
-    "failed_tasks", "gc_ratio", "memory_spill", "spill_ratio", "status", "stage_name", "run_time", "gc_time",
-    "disk_spill", "data_bytes", "fetch_wait_max", "end",
+    "app_id", "app_attempt", "stage_id", "stage_attempt", "skew", "alerts", "tasks", "duration", "task_max",
+    "task_median", "failed_tasks", "gc_ratio", "memory_spill", "spill_ratio", "status", "stage_name", "run_time",
+    "gc_time", "disk_spill", "data_bytes", "fetch_wait_max", "end",
 ]  # fmt: skip
 #: StageCompleted attribute -> the StageDone RETURN name it becomes.
 _EVENT_NAMES = {"task_duration_max": "task_max", "task_duration_median": "task_median", "ts": "end"}
@@ -79,6 +83,21 @@ def _alert_keys(alerts: pd.DataFrame, names: Iterable[str] | None = None) -> dic
     return out
 
 
+def _attempts_apart(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without the rows that name no application attempt (the pack's records) for a stage whose rows from
+    the events do: the same figures, and keyed by App ID alone they would stand for every attempt at once."""
+    named = frame["app_attempt"].notna()
+    if not named.any() or named.all():
+        return frame
+    base = ["app_id", "stage_id", "stage_attempt"]
+    covered = set(frame.loc[named, base].astype(str).itertuples(index=False, name=None))
+    shadowed = [
+        not has and key in covered
+        for has, key in zip(named, frame[base].astype(str).itertuples(index=False, name=None), strict=True)
+    ]
+    return frame[[not s for s in shadowed]]
+
+
 def stages(matches: pd.DataFrame, events: pd.DataFrame, alerts: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per finished stage attempt, most skewed first: its tasks, duration, task-time spread (skew = slowest
     / median task), GC, spill (spill_ratio = memory spill / data processed, Dr. Elephant's) and the rules that
@@ -98,7 +117,7 @@ def stages(matches: pd.DataFrame, events: pd.DataFrame, alerts: pd.DataFrame | N
         if col not in frame.columns:
             frame[col] = None
     frame = _int(frame[STAGE_COLUMNS].copy(), "stage_id", "stage_attempt", "tasks", "failed_tasks")
-    frame = frame.dropna(subset=["app_id", "stage_id"]).drop_duplicates(STAGE_KEY, keep="first")
+    frame = _attempts_apart(frame.dropna(subset=["app_id", "stage_id"])).drop_duplicates(STAGE_KEY, keep="first")
     num = [
         "duration",
         "task_max",
@@ -227,10 +246,11 @@ def applications(
     if not events.empty and "type" in events.columns:
         for row in events[events["type"].isin(("SparkAppStart", "SparkAppEnd"))].to_dict("records"):
             entry = app(row.get("app_id"))
-            if row["type"] == "SparkAppStart":
-                entry["app_name"], entry["start"] = row.get("app_name"), row["ts"]
+            if row["type"] == "SparkAppStart":  # an application's attempts: from its first start to its last end
+                entry["app_name"] = row.get("app_name")
+                entry["start"] = row["ts"] if entry["start"] is None else min(entry["start"], row["ts"])
             else:
-                entry["end"] = row["ts"]
+                entry["end"] = row["ts"] if entry["end"] is None else max(entry["end"], row["ts"])
     for app_id, group in stage_table.groupby("app_id") if not stage_table.empty else ():
         entry = app(app_id)
         run = group["run_time"].sum()

@@ -109,3 +109,48 @@ def test_spark_events_from_the_archive(spark_dir: Path, tmp_path: Path) -> None:
     matches, frame = _frames(spark_dir)
     assert len(table) == len(spark.stages(matches, frame)) > 0
     assert set(table["app_id"]) == {manifest("local")["app_id"], manifest("cluster")["app_id"]}
+
+
+def test_stage_table_keeps_application_attempts_apart() -> None:
+    """Issue 27, defect 3: one YARN application's attempts 1-4 (real logs in one directory:
+    ``tests/collectors/spark/fixtures/multiple_attempts``, NVIDIA/spark-rapids-tools, Apache-2.0) reuse its App ID and
+    stage ids.  Shown together, each attempt's stage rows equal those of its own log shown alone; the pack's records,
+    which name no attempt, give way to the events of those stages."""
+    from tests.collectors.spark.conftest import run_collect
+    from tests.collectors.spark.test_spark_thirdparty import logs_of
+
+    def frame(events: list[dict]) -> pd.DataFrame:
+        return records.events_frame([records.event_row(e, i) for i, e in enumerate(events)])
+
+    none = pd.DataFrame()
+    alone = [run_collect(path)[0] for path in logs_of("multiple_attempts")]
+    cols = ["app_id", "app_attempt", "stage_id", "stage_attempt", "tasks", "task_max", "task_median", "end"]
+    want = pd.concat([spark.stages(none, frame(events))[cols] for events in alone])
+    want = want.sort_values(spark.STAGE_KEY).reset_index(drop=True)
+    everything = [e for events in alone for e in events]
+    done = [e for e in everything if e["type"] == "StageCompleted"]
+    record_rows = [
+        records.match_row(
+            {
+                "query": "StageDone",
+                "match": {"c": [e["id"]]},
+                "confidence": 1.0,
+                "start": e["ts"],
+                "end": e["ts"],
+                "return": {k: e[k] for k in ("app_id", "stage_id", "stage_attempt", "tasks")},
+            },
+            "test",
+        )
+        for e in done
+    ]
+    matches = records.matches_frame([r for r in record_rows if r])
+    for source in (none, matches):
+        got = spark.stages(source, frame(everything))[cols].sort_values(spark.STAGE_KEY).reset_index(drop=True)
+        assert len(got) == len(done) == 20 and sorted(set(got["app_attempt"])) == ["1", "2", "3", "4"]
+        pd.testing.assert_frame_equal(got, want, check_dtype=False)
+    (app,) = spark.applications(spark.stages(none, frame(everything)), frame(everything), none, none, none).to_dict(
+        "records"
+    )
+    starts = [e["ts"] for e in everything if e["type"] == "SparkAppStart"]
+    ends = [e["ts"] for e in everything if e["type"] == "SparkAppEnd"]
+    assert (app["stages"], app["tasks"], app["start"], app["end"]) == (20, 428, min(starts), max(ends))
