@@ -72,9 +72,17 @@ def jobs() -> list[dict[str, Any]]:
     return with_ids([json.dumps(e) for e in sorted(hadoop + ganglia, key=lambda e: e["ts"])])
 
 
-def _start(c: Cluster, tmp_path: Path, *extra: str) -> subprocess.Popen[bytes]:
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The pack as it is when the module starts: a restart must run the plan its checkpoint was written by."""
+    path = tmp_path_factory.mktemp("pack") / "hadoop.yaml"
+    path.write_text(PACK.read_text())
+    return path
+
+
+def _start(c: Cluster, pack: Path, tmp_path: Path, *extra: str) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-    argv = [sys.executable, "-m", "app.cli", "stream", "--pack", str(PACK), "--input", str(tmp_path / "in")]
+    argv = [sys.executable, "-m", "app.cli", "stream", "--pack", str(pack), "--input", str(tmp_path / "in")]
     argv += ["--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck"), "--master", c.master]
     log = open(tmp_path / f"log-{len(list(tmp_path.glob('log-*')))}.txt", "w")  # noqa: SIM115 - the child's
     return subprocess.Popen(
@@ -110,14 +118,14 @@ def _executors(worker: int) -> list[int]:
 
 
 def test_available_now_on_the_cluster_equals_match(
-    cluster: Cluster, jobs: list[dict[str, Any]], tmp_path: Path
+    cluster: Cluster, jobs: list[dict[str, Any]], pack: Path, tmp_path: Path
 ) -> None:
     from app.spark.stream.sink import read_dead, read_records
 
-    want = match(write_events(jobs, tmp_path / "all.jsonl"))
+    want = match(write_events(jobs, tmp_path / "all.jsonl"), pack)
     for i, part in enumerate(_split(jobs, 3)):
         write_events(part, tmp_path / "in" / f"part-{i}.jsonl")
-    _finish(_start(cluster, tmp_path, "--available-now", "--no-progress"), tmp_path / "log-0.txt")
+    _finish(_start(cluster, pack, tmp_path, "--available-now", "--no-progress"), tmp_path / "log-0.txt")
     assert_same_records(read_records(str(tmp_path / "out")), want)
     assert not read_dead(str(tmp_path / "out"))
     # It ran on the workers: each launched an executor for it.
@@ -126,14 +134,14 @@ def test_available_now_on_the_cluster_equals_match(
 
 
 def test_a_worker_killed_in_mid_stream_loses_and_repeats_nothing(
-    cluster: Cluster, jobs: list[dict[str, Any]], tmp_path: Path
+    cluster: Cluster, jobs: list[dict[str, Any]], pack: Path, tmp_path: Path
 ) -> None:
     from app.spark.stream.sink import read_records
 
-    want = match(write_events(jobs, tmp_path / "all.jsonl"))
+    want = match(write_events(jobs, tmp_path / "all.jsonl"), pack)
     parts = _split(jobs, 8)
     (tmp_path / "in").mkdir()
-    proc = _start(cluster, tmp_path)
+    proc = _start(cluster, pack, tmp_path)
     landed = 0
 
     def run_until(commits: int) -> None:
@@ -166,7 +174,7 @@ def test_a_worker_killed_in_mid_stream_loses_and_repeats_nothing(
     assert cluster.start()["WORKER_2_PID"] == str(cluster.pid("worker-2"))
     for i in range(landed, len(parts)):
         _land(parts[i], tmp_path / "in", f"part-{i:02d}.jsonl")
-    _finish(_start(cluster, tmp_path, "--available-now", "--no-progress"), tmp_path / "log-1.txt")
+    _finish(_start(cluster, pack, tmp_path, "--available-now", "--no-progress"), tmp_path / "log-1.txt")
     got = read_records(str(tmp_path / "out"))
     assert 0 < before < len(got)
     assert_same_records(got, want)  # none lost, none twice
