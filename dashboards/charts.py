@@ -229,8 +229,11 @@ def stage_skew_chart(stages: pd.DataFrame) -> AnyChart:
     """Per finished stage attempt: slowest / median task duration (1.0 = even); stages a rule alerted on in red,
     Dr. Elephant's skew tiers (2, 4, 8, 16) as dashed rules."""
     shown = stages.dropna(subset=["skew"]).head(40).copy()
+    # an application's YARN attempts reuse its App ID and stage ids: the attempt is part of the bar's name
+    attempt = shown["app_attempt"] if "app_attempt" in shown.columns else pd.Series(None, index=shown.index)
     shown["stage"] = (
         shown["app_id"].astype(str).str[-8:]
+        + attempt.map(lambda a: f"_{a}" if isinstance(a, str) and a else "")
         + " / "
         + shown["stage_id"].astype(str)
         + "."
@@ -248,6 +251,7 @@ def stage_skew_chart(stages: pd.DataFrame) -> AnyChart:
             ),
             tooltip=[
                 "app_id:N",
+                "app_attempt:N",
                 "stage_id:Q",
                 "stage_attempt:Q",
                 "stage_name:N",

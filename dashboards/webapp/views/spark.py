@@ -105,6 +105,7 @@ def render(ctx: ui.Context) -> None:
                 spilled.sort_values("spill_ratio", ascending=False)[
                     [
                         "app_id",
+                        "app_attempt",
                         "stage_id",
                         "stage_attempt",
                         "memory_spill",
@@ -125,7 +126,7 @@ def render(ctx: ui.Context) -> None:
             st.caption("gc_ratio = JVM GC time / executor run time (Dr. Elephant: 0.08, 0.1, 0.15, 0.2; 5 minutes).")
             _table(
                 gc.sort_values("gc_ratio", ascending=False).head(20)[
-                    ["app_id", "stage_id", "stage_attempt", "run_time", "gc_time", "gc_ratio", "alerts"]
+                    ["app_id", "app_attempt", "stage_id", "stage_attempt", "run_time", "gc_time", "gc_ratio", "alerts"]
                 ],
                 "spark_gc",
             )
