@@ -23,6 +23,13 @@ LOG4J = "log4j log of another kind"
 _COMPANIONS = ("_tmp", ".xml", ".summary", ".crc", ".swp", ".jsonl", ".json")
 _HEAD_BYTES = 64 * 1024
 _HEAD_LINES = 20
+#: Spark's event-log codecs (``spark.eventLog.compression.codec``): the file suffix and the stream's magic bytes.
+_SPARK_CODECS = {
+    "zstd": b"\x28\xb5\x2f\xfd",
+    "lz4": b"LZ4Block",
+    "snappy": b"\x82SNAPPY\x00",
+    "lzf": b"ZV",
+}
 #: Hadoop's and YARN containers' log4j layouts (``%d{ISO8601} %p ...``) and Spark's (``yy/MM/dd HH:mm:ss %p``).
 _LOG4J = re.compile(
     r"^(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}[,.]\d{3}|\d{2}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}) +"
@@ -60,6 +67,9 @@ def unread_format(path: str) -> tuple[str, str] | None:
             head = handle.read(_HEAD_BYTES)
     except OSError:
         return None
+    codec = name.removesuffix(".inprogress").rpartition(".")[2]
+    if codec in _SPARK_CODECS and head.startswith(_SPARK_CODECS[codec]):
+        return SPARK, f"a Spark event log ({codec}-compressed): read it with 'hcep collect spark'"
     if head[:2] != b"\x1f\x8b":
         return _what(head)
     try:
@@ -69,4 +79,4 @@ def unread_format(path: str) -> tuple[str, str] | None:
         return None
     if inside is None:
         return None
-    return GZIP, f"gzip-compressed ({inside[1]}): decompress it to read it"
+    return GZIP, f"gzip-compressed ({inside[1]}); decompress it first"

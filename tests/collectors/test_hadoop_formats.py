@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import shutil
 from pathlib import Path
 
@@ -160,3 +161,22 @@ def test_follow_names_them_when_stopped(
     assert any(line.startswith(f"collect hadoop: not read: {mixed['mrv1']}: {MRV1_WHY}") for line in err)
     assert "4 in formats not read" in err[-2] and err[-1] == "collect hadoop: --strict: 4 files not read"
     assert out.read_text() != ""
+
+
+def test_real_spark_logs_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Real third-party files (``tests/collectors/spark/fixtures``: NVIDIA/spark-rapids-tools and linkedin/dr-elephant,
+    Apache-2.0): the zstd Spark event logs and Databricks' gzip part are named, pointing at ``hcep collect spark``;
+    the Hadoop 2 .jhist among them is read; the fixtures' READMEs are merely skipped."""
+    fixtures = Path(__file__).parent / "spark" / "fixtures"
+    out = tmp_path / "events.jsonl"
+    assert _run([str(fixtures), "--out", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    named = {line.split(": ", 3)[2]: line.split(": ", 3)[3] for line in err if line.startswith("collect hadoop: not ")}
+    zstd = {str(p) for p in fixtures.glob("*/*.zstd")}
+    assert len(zstd) == 7 and set(named) == zstd | {str(next(fixtures.glob("databricks_rotated/*.gz")))}
+    assert all(named[p] == "a Spark event log (zstd-compressed): read it with 'hcep collect spark'" for p in zstd)
+    assert [w for p, w in named.items() if p not in zstd] == [
+        "gzip-compressed (a Spark event log: read it with 'hcep collect spark'); decompress it first"
+    ]
+    assert err[-1].startswith("collect hadoop: 1 files (14 skipped; 8 in formats not read: ")
+    assert {json.loads(line)["type"] for line in out.read_text().splitlines()} >= {"JobStart", "JobEnd"}
