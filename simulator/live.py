@@ -68,7 +68,7 @@ def showcase_faults(minutes: float, every: float = 600.0, seed: int = 1) -> list
             {"kind": "map_data_skew", "at": t + 1.5, "severity": round(rng.uniform(12.0, 13.0), 1)},
             {"kind": "held_output", "at": t + 9.0, "severity": round(rng.uniform(190.0, 220.0))},
             {"kind": "slow_node", "at": t + 10.0, "severity": round(rng.uniform(3.0, 4.0), 1)},
-            {"kind": "hung_fetch", "at": t + 11.0, "severity": round(rng.uniform(200.0, 230.0))},
+            {"kind": "hung_fetch", "at": t + 11.0, "severity": round(rng.uniform(90.0, 120.0))},
         ]
         t += every if every > 0 else math.inf
     return out

@@ -40,7 +40,7 @@ def test_the_showcase_is_a_fault_list_injected_in_the_first_seconds(planned: tup
     for f in first.values():  # the first round: every kind gets a target and acts within the first minutes
         assert f["entity"] and f["actionable"], f
         assert start + f["at"] <= f["onset"] < start + 150, f
-    assert first["hung_fetch"]["end"] - first["hung_fetch"]["onset"] >= 180  # beyond the read timeout: a retry
+    assert 90 <= first["hung_fetch"]["end"] - first["hung_fetch"]["onset"] < 180  # above the floor, before the timeout
     assert (out / "hadoop").is_dir() and not any((out / "hadoop").iterdir())  # empty until played
 
 
