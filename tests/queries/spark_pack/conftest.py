@@ -20,7 +20,8 @@ LOGS = DATA / "eventlogs"
 
 def manifest(name: str) -> dict[str, Any]:
     """The manifest entry of one fixture application (``local`` or ``cluster``)."""
-    (entry,) = [e for e in json.loads((DATA / "manifest.json").read_text()) if e["name"] == name]
+    entries: list[dict[str, Any]] = json.loads((DATA / "manifest.json").read_text())
+    (entry,) = [e for e in entries if e["name"] == name]
     return entry
 
 

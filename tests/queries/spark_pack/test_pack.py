@@ -75,8 +75,11 @@ def test_pack_shape() -> None:
         "ExecutorLostInStage",
         "StageRetried",
     }
+    # Issue 27, defect 3: YARN's attempts of one application reuse its App ID and stage ids; every record names its
+    # attempt and every rule groups by it (test_attempts.py: on the real logs of four attempts).
+    assert all("app_attempt" in names for names in returns.values()), returns
     for rule in rules:
-        assert rule.group_by[:2] == ("app_id", "stage_id"), rule.name
+        assert rule.group_by[:3] == ("app_id", "app_attempt", "stage_id"), rule.name
         assert ("executor_id" in rule.group_by) == (rule.name in EXECUTOR_RULES), rule.name
         assert rule.labels.get("anomaly"), rule.name
         assert rule.when is not None, f"{rule.name} has no gate"
@@ -123,6 +126,7 @@ def test_local_job_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     for alert in alerts:
         labels = alert["labels"]
         assert labels["pack"] == "spark" and labels["app_id"] == entry["app_id"] and labels["anomaly"]
+        assert labels["app_attempt"] == ""  # local mode names no attempt: an empty label, which Alertmanager drops
         assert ("executor_id" in labels) == (labels["alertname"] in EXECUTOR_RULES)
     (straggler,) = [
         a for a in alerts if a["labels"]["alertname"] == "TaskStraggler" and int(a["labels"]["stage_id"]) == slow
