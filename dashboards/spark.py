@@ -8,8 +8,10 @@ when there is one, else from its StageCompleted event, so every source gives the
 ``queries/spark.yaml`` are the contract.
 
 Application attempts: YARN re-runs a failed driver as a new attempt under the same App ID, and each attempt numbers
-its stages from 0 again, so a stage is keyed by ``app_attempt`` too (the collector's ``stage_key``).  The pack's
-records name no attempt (their RETURN has none); where the events name the attempts of a stage, they stand for it.
+its stages from 0 again, so a stage is keyed by ``app_attempt`` too (the collector's ``stage_key``), and so are the
+stragglers, losses, retries and the alerts on them (the pack's RETURN names ``app_attempt`` and its rules group by it;
+logs without attempts give none: an empty label, a null value).  Records of an older pack name no attempt: where the
+events name the attempts of a stage, they stand for it.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ STAGE_COLUMNS = [
 #: StageCompleted attribute -> the StageDone RETURN name it becomes.
 _EVENT_NAMES = {"task_duration_max": "task_max", "task_duration_median": "task_median", "ts": "end"}
 STRAGGLER_COLUMNS = [
-    "kind", "app_id", "stage_id", "stage_attempt", "task_index", "executor_id", "host", "duration", "avg_before",
-    "ratio", "fetch_wait", "tasks_before", "end", "alerted",
+    "kind", "app_id", "app_attempt", "stage_id", "stage_attempt", "task_index", "executor_id", "host", "duration",
+    "avg_before", "ratio", "fetch_wait", "tasks_before", "end", "alerted",
 ]  # fmt: skip
-LOSS_COLUMNS = ["app_id", "stage_id", "stage_attempt", "executor_id", "host", "reason", "elapsed", "end", "alerted"]
-RETRY_COLUMNS = ["app_id", "stage_id", "stage_attempt", "stage_name", "num_tasks", "end"]
+LOSS_COLUMNS = [
+    "app_id", "app_attempt", "stage_id", "stage_attempt", "executor_id", "host", "reason", "elapsed", "end", "alerted",
+]  # fmt: skip
+RETRY_COLUMNS = ["app_id", "app_attempt", "stage_id", "stage_attempt", "stage_name", "num_tasks", "end"]
 APP_COLUMNS = [
     "app_id", "app_name", "start", "end", "stages", "tasks", "failed_tasks", "worst_skew", "memory_spill",
     "gc_ratio", "executors_lost", "retries", "open_alerts",
@@ -67,8 +71,15 @@ def spark_alerts(alerts: pd.DataFrame) -> pd.DataFrame:
     return alerts[alerts["query"].isin(SPARK_QUERIES) | apps].reset_index(drop=True)
 
 
+def _attempt(value: Any) -> str:
+    """An application attempt as a key: ``""`` for none (absent, null, NaN or the empty label of a log without
+    attempts), so a record and the alert on it meet whatever form the missing value took."""
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
 def _alert_keys(alerts: pd.DataFrame, names: Iterable[str] | None = None) -> dict[tuple[Any, ...], list[str]]:
-    """(app_id, stage_id) and (app_id, stage_id, executor_id) -> the rules that alerted on them."""
+    """(app_id, app_attempt, stage_id) and (app_id, app_attempt, stage_id, executor_id) -> the rules that alerted on
+    them (``_attempt``: one stage id names a stage in each of a YARN application's attempts)."""
     out: dict[tuple[Any, ...], list[str]] = {}
     if alerts.empty:
         return out
@@ -76,11 +87,27 @@ def _alert_keys(alerts: pd.DataFrame, names: Iterable[str] | None = None) -> dic
     for labels, name in zip(alerts["labels"], alerts["alertname"], strict=True):
         if not isinstance(labels, dict) or (wanted is not None and name not in wanted):
             continue
-        stage = str(labels.get("stage_id", ""))
-        for key in ((labels.get("app_id"), stage), (labels.get("app_id"), stage, labels.get("executor_id"))):
+        app, attempt, stage = labels.get("app_id"), _attempt(labels.get("app_attempt")), str(labels.get("stage_id", ""))
+        for key in ((app, attempt, stage), (app, attempt, stage, labels.get("executor_id"))):
             if key[-1] is not None and name not in out.setdefault(key, []):
                 out[key].append(name)
     return out
+
+
+def _columns(frame: pd.DataFrame, *cols: str) -> Iterable[tuple[Any, ...]]:
+    """The rows' values of ``cols`` (``None`` for a column the frame lacks)."""
+    if frame.empty:
+        return []
+    none = pd.Series(None, index=frame.index, dtype="object")
+    return zip(*(frame[c] if c in frame.columns else none for c in cols), strict=True)
+
+
+def _keys(frame: pd.DataFrame, *extra: str) -> list[tuple[Any, ...]]:
+    """Each row's key into ``_alert_keys``: app_id, attempt, stage id as text, then ``extra`` columns."""
+    return [
+        (app, _attempt(attempt), str(stage), *rest)
+        for app, attempt, stage, *rest in _columns(frame, "app_id", "app_attempt", "stage_id", *extra)
+    ]
 
 
 def _attempts_apart(frame: pd.DataFrame) -> pd.DataFrame:
@@ -137,9 +164,7 @@ def stages(matches: pd.DataFrame, events: pd.DataFrame, alerts: pd.DataFrame | N
     frame["skew"] = (frame["task_max"] / median).round(2)
     frame["spill_ratio"] = (frame["memory_spill"] / frame["data_bytes"].where(frame["data_bytes"] > 0)).round(3)
     keys = _alert_keys(alerts if alerts is not None else pd.DataFrame())
-    frame["alerts"] = [
-        ", ".join(keys.get((a, str(s)), [])) for a, s in zip(frame["app_id"], frame["stage_id"], strict=True)
-    ]
+    frame["alerts"] = [", ".join(keys.get(key, [])) for key in _keys(frame)]
     return frame.sort_values(["skew", "end"], ascending=[False, True], na_position="last", kind="stable").reset_index(
         drop=True
     )
@@ -162,10 +187,7 @@ def stragglers(matches: pd.DataFrame, alerts: pd.DataFrame | None = None) -> pd.
         avg = pd.to_numeric(part["avg_before"], errors="coerce")
         part["ratio"] = (pd.to_numeric(part[measure], errors="coerce") / avg.where(avg > 0)).round(2)
         rule = "TaskStraggler" if query == "SlowTask" else "ShuffleFetchStraggler"
-        part["alerted"] = [
-            rule in keys.get((a, str(s), e), [])
-            for a, s, e in zip(part["app_id"], part["stage_id"], part["executor_id"], strict=True)
-        ]
+        part["alerted"] = [rule in keys.get(key, []) for key in _keys(part, "executor_id")]
         rows.append(part[STRAGGLER_COLUMNS])
     if not rows:
         return pd.DataFrame(columns=STRAGGLER_COLUMNS)
@@ -183,22 +205,25 @@ def executor_losses(matches: pd.DataFrame, events: pd.DataFrame, alerts: pd.Data
         for col in LOSS_COLUMNS:
             if col not in lost.columns:
                 lost[col] = None
-        lost["alerted"] = [
-            bool(keys.get((a, str(s), e)))
-            for a, s, e in zip(lost["app_id"], lost["stage_id"], lost["executor_id"], strict=True)
-        ]
+        lost["alerted"] = [bool(keys.get(key)) for key in _keys(lost, "executor_id")]
         parts.append(lost[LOSS_COLUMNS])
     if not events.empty and "type" in events.columns:
         removed = events[events["type"] == "ExecutorRemoved"]
         if not removed.empty:
-            seen = {(a, str(e)) for a, e in zip(lost.get("app_id", []), lost.get("executor_id", []), strict=True)}
+            who = ("app_id", "app_attempt", "executor_id")  # executor ids start again in each application attempt
+            seen = {(a, _attempt(t), str(e)) for a, t, e in _columns(lost, *who)}
+            anyone = {(a, e) for a, t, e in seen if not t}  # a record of an older pack names no attempt
             removed = removed[
-                [(a, str(e)) not in seen for a, e in zip(removed["app_id"], removed["executor_id"], strict=True)]
+                [
+                    (a, _attempt(t), str(e)) not in seen and (a, str(e)) not in anyone
+                    for a, t, e in _columns(removed, *who)
+                ]
             ]
             if not removed.empty:
                 extra = pd.DataFrame(
                     {
                         "app_id": removed["app_id"],
+                        "app_attempt": removed.get("app_attempt"),
                         "executor_id": removed["executor_id"],
                         "host": removed.get("host"),
                         "reason": removed.get("reason"),

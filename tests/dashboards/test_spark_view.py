@@ -154,3 +154,62 @@ def test_stage_table_keeps_application_attempts_apart() -> None:
     starts = [e["ts"] for e in everything if e["type"] == "SparkAppStart"]
     ends = [e["ts"] for e in everything if e["type"] == "SparkAppEnd"]
     assert (app["stages"], app["tasks"], app["start"], app["end"]) == (20, 428, min(starts), max(ends))
+
+
+def _judged(events: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The pack's test copy on ``events`` as ``hcep match`` and ``hcep match --alerts`` give them: the view's matches,
+    events and alerts (one row per alert group, as the data source gives them)."""
+    import argparse
+    import json
+    import tempfile
+
+    from app.commands.match import compiled_queries, judge, load_pack, read_events
+    from dashboards import alerts as alerts_mod
+    from engine import match_events
+    from tests.queries.spark_pack.conftest import SMALL
+
+    args = argparse.Namespace(
+        pack=str(SMALL), query=None, query_text=None, strategy=None, output=None, confidence=None, tick=None
+    )
+    compiled, tick = compiled_queries(args)
+    pack = load_pack(SMALL)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "events.jsonl"
+        path.write_text("".join(json.dumps(e) + "\n" for e in events))
+        parsed = read_events(path, tick)
+    rows = [records.match_row(r, "test") for r in match_events(compiled, parsed)]
+    transitions = [alerts_mod.row_of(a, "test", i) for i, a in enumerate(judge(pack, parsed))]
+    frame = records.events_frame([records.event_row(e, i) for i, e in enumerate(events)])
+    alerts = alerts_mod.latest(alerts_mod.transitions_frame(transitions))
+    return records.matches_frame([r for r in rows if r]), frame, alerts
+
+
+def test_alerts_and_stragglers_keep_application_attempts_apart() -> None:
+    """Issue 27, defect 3, with the pack's own records and alerts (its RETURN names ``app_attempt``, its rules group
+    by it) on the real ``multiple_attempts`` logs: shown together, each attempt's stragglers (and whether a rule alerted
+    on them), its stages' alerts and its alert groups are those of its own log shown alone."""
+    from tests.collectors.spark.conftest import run_collect
+    from tests.collectors.spark.test_spark_thirdparty import logs_of
+
+    alone = [run_collect(path)[0] for path in logs_of("multiple_attempts")]
+    matches, events, alerts = _judged([e for events in alone for e in events])
+    straggling = spark.stragglers(matches, alerts)
+    staged = spark.stages(matches, events, alerts)
+    cols = ["stage_id", "stage_attempt", "task_index", "executor_id", "duration", "tasks_before", "alerted"]
+    total = 0
+    for own in alone:
+        (attempt,) = {e["app_attempt"] for e in own}
+        m, e, a = _judged(own)
+        want = spark.stragglers(m, a)[cols].sort_values(cols[:4]).reset_index(drop=True)
+        got = straggling[straggling["app_attempt"] == attempt][cols].sort_values(cols[:4]).reset_index(drop=True)
+        assert want["alerted"].any() and len(want) == 8
+        pd.testing.assert_frame_equal(got, want, check_dtype=False)
+        key = ["stage_id", "stage_attempt"]
+        want_alerts = spark.stages(m, e, a)[[*key, "alerts"]].sort_values(key).reset_index(drop=True)
+        got_alerts = staged[staged["app_attempt"] == attempt][[*key, "alerts"]].sort_values(key).reset_index(drop=True)
+        assert (want_alerts["alerts"] != "").any()
+        pd.testing.assert_frame_equal(got_alerts, want_alerts, check_dtype=False)
+        mine = alerts[[labels.get("app_attempt") == attempt for labels in alerts["labels"]]]
+        assert len(mine) == len(a) > 0
+        total += len(a)
+    assert len(alerts) == total == 36  # one alert group per rule, attempt, stage (and executor): 22 mixed

@@ -151,7 +151,8 @@ def target(row: dict[str, Any]) -> str:
     labels: Any = row.get("labels") if isinstance(row.get("labels"), dict) else {}
     if not row.get("job_id") and labels.get("stage_id") is not None:
         executor = f" / executor `{labels['executor_id']}`" if labels.get("executor_id") else ""
-        return f"`{job}` / stage `{labels['stage_id']}`{executor}"
+        attempt = f" / attempt `{labels['app_attempt']}`" if labels.get("app_attempt") else ""
+        return f"`{job}`{attempt} / stage `{labels['stage_id']}`{executor}"
     return f"`{job}` / `{row['task_id']}`" if row.get("task_id") else f"`{job}`"
 
 

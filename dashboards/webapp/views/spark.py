@@ -66,6 +66,8 @@ def render(ctx: ui.Context) -> None:
         where = f"stage {labels.get('stage_id', '?')}" + (
             f", executor {labels['executor_id']}" if labels.get("executor_id") else ""
         )
+        if labels.get("app_attempt"):  # one YARN application's attempts reuse its stage ids
+            where = f"attempt {labels['app_attempt']}, {where}"
         state = "" if row["state"] == "firing" else " (resolved)"
         st.markdown(
             f"{ui.severity_badge(row['severity'], row.get('tier'))} **{row['alertname']}** · {where}{state}: "
