@@ -249,3 +249,12 @@ def test_a_runaway_reducer_warns_while_it_spins(pack: Any) -> None:
 def test_a_busy_host_or_a_reducer_started_on_a_loaded_host_does_not_warn(pack: Any) -> None:
     assert warnings(pack, reducer(100.0, 500.0) + load_rounds({160.0: 3.0})) == []  # 2 above the mean: busy
     assert warnings(pack, reducer(100.0, 500.0) + load_rounds({0.0: 9.0})) == []  # loaded before it started
+
+
+def test_held_output_whose_gib_was_crossed_with_the_slowstart_line(pack: Any) -> None:
+    # The map whose end reached the slowstart point also wrote the job's first GiB (the same 0.1 s tick): their
+    # order is unknown, so the rule reads any later map's running total (b) as well.
+    events = [hadoop("ReduceSlowstart", 100.0, job_id=J), hadoop("ReducerStart", 700.0, job_id=J, task_id="r0")]
+    for at, written in ((100.03, 1.2), (130.0, 1.8), (250.0, 2.4)):
+        events.append(hadoop("DataIO", at, job_id=J, size=GIB // 2, written=int(written * GIB), maps=9, reduces=2))
+    assert warnings(pack, events + rounds(900)) == [("HeldMapOutput", J, 330.0)]
