@@ -5,7 +5,8 @@ Why this shape, and why it gives ``hcep match``'s records:
 - Events are fed to a group's evaluators only once Spark's event-time watermark ``W`` has passed them, in the
   runtime's order ``(mid2, seq)``; an event arriving behind ``W`` is *late* (dead-lettered and counted, never fed),
   so every group sees its stream in order, exactly once.
-- A group is fed its own events and the keyless events its family can need (:meth:`.plan.FamilyPlan.margin`): on
+- A group is fed its own events and the keyless events its family can need (:meth:`.plan.FamilyPlan.margin`, and
+  :meth:`.plan.FamilyPlan.useful`: only where the group's own events can precede them as the patterns ask): on
   its first release, those of the bucket's keyless log within the left margin of its first event; afterwards, those
   it has not seen, whenever its own events are due (keyless events wait in the log meanwhile: a quiet group is not
   touched), and at its expiry those within the right margin of its last event.  A record is kept only in its home
