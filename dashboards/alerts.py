@@ -30,7 +30,7 @@ import pandas as pd
 from contracts.alerts import SEVERITIES, Alert, fingerprint, severity_rank
 
 ALERT_COLUMNS = [
-    "alert_id", "group", "alertname", "severity", "tier", "query", "anomaly", "job_id", "task_id", "host", "summary",
+    "alert_id", "group", "alertname", "severity", "tier", "query", "kind", "job_id", "task_id", "host", "summary",
     "description", "confidence", "value", "starts_at", "ends_at", "ts", "state", "record_id", "evidence", "labels",
     "delivery", "source", "seq", "transition_id",
 ]  # fmt: skip
@@ -44,7 +44,7 @@ GRADING_LABELS = ("severity", "tier")
 
 
 def group_of(labels: Mapping[str, str]) -> str:
-    """The alert's group: its rule and group labels without the grading ones (``MapperSkew{job_id="j1",...}``)."""
+    """The alert's group: its rule and group labels without the grading ones (``MapDataSkew{job_id="j1",...}``)."""
     named = sorted((k, v) for k, v in labels.items() if k not in GRADING_LABELS and k != "alertname")
     return labels.get("alertname", "") + "{" + ",".join(f'{k}="{v}"' for k, v in named) + "}"
 
@@ -83,7 +83,7 @@ def row_of(alert: Alert, source: str, seq: int, delivery: str = "", transition: 
         "severity": labels.get("severity", ""),
         "tier": labels.get("tier"),
         "query": labels.get("query") or evidence.get("query"),
-        "anomaly": labels.get("anomaly"),
+        "kind": labels.get("kind") or labels.get("anomaly"),  # older stores: the ``anomaly`` label
         "job_id": labels.get("job_id"),
         "task_id": labels.get("task_id"),
         "host": labels.get("host"),

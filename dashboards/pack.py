@@ -42,7 +42,7 @@ class PackRule:
     severity: str = ""  # the fixed severity of a rule without tiers
     when: str = ""
     hold: str = ""  # the ``for:`` hold time, as written
-    anomaly: str = ""
+    kind: str = ""  # the ``kind`` label (SPEC 9's fault kind); older packs called it ``anomaly``
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class Pack:
         return pd.DataFrame(rows, columns=cols)
 
     def rules_frame(self) -> pd.DataFrame:
-        cols = ["rule", "query", "group_by", "value", "tiers", "when", "for", "anomaly", "description"]
+        cols = ["rule", "query", "group_by", "value", "tiers", "when", "for", "kind", "description"]
         rows = [
             [
                 r.name,
@@ -93,7 +93,7 @@ class Pack:
                 ", ".join(f"{t} >= {v:g}" for t, v in r.tiers.items()) or r.severity,
                 r.when,
                 r.hold,
-                r.anomaly,
+                r.kind,
                 r.description,
             ]
             for r in self.rules
@@ -180,5 +180,5 @@ def _rule(item: Any) -> PackRule | None:
         severity=str(item.get("severity") or ""),
         when=" ".join(str(item.get("when") or "").split()),
         hold=str(item.get("for") or ""),
-        anomaly=str(labels.get("anomaly") or ""),
+        kind=str(labels.get("kind") or labels.get("anomaly") or ""),
     )

@@ -39,6 +39,15 @@ VIEW_OF_QUERY = {
     "Q5": "imbalance",
     "Q6": "imbalance",
     "Q7": "imbalance",
+    "MapSkewRunning": "jobs",  # MapDataSkew
+    "MapSkewDone": "jobs",  # MapDataSkewDone
+    "ReduceSkew": "jobs",  # ReduceDataSkew
+    "HungFetch": "stragglers",  # HungFetch
+    "HeldOutput": "queuing",  # HeldMapOutput
+    "HeldOutputEarly": "queuing",  # HeldMapOutputEarly
+    "RunawayHost": "imbalance",  # RunawayReducer
+    "SlowHost": "stragglers",  # SlowNode (by host: the view lists the slow-node alerts)
+    "HostLosesRaces": "stragglers",  # SlowNodeKills
     "StageDone": "spark",
     "SlowTask": "spark",
     "FetchWait": "spark",
@@ -206,6 +215,8 @@ def alert_link(ctx: Context, alert: dict[str, object], label: str | None = None,
     value = alert.get(field) if field else None
     value = value or (labels.get(field) if field else None)  # a Spark alert names its application in a label
     extra = {param: str(value)} if param and value else {}
+    if not extra and alert.get("host"):  # a rule grouped by host (SlowNode): filter the view to that host
+        extra = {"host": str(alert["host"])}
     link(ctx, view, label or f"Open the {view} view", icon=":material/open_in_new:", **extra)
 
 

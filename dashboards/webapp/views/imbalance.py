@@ -1,6 +1,6 @@
 """Imbalance: reducers that ran while the cluster load went out of balance (Q5), kept getting less balanced (Q6), or
-whose own host became the outlier of an imbalanced cluster (Q7, which the UnbalancingReducer rule judges), with the
-confidence the imprecise Ganglia times (+-7.5 s) allow."""
+whose own host became the outlier of an imbalanced cluster (Q7), with the confidence the imprecise Ganglia times
+(+-7.5 s) allow; and the RunawayReducer alerts (query RunawayHost, one per reducer and host)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ def render(ctx: ui.Context) -> None:
     since, until = ctx.span()
     data = ctx.data
     flagged = analysis.imbalance_reducers(data.matches(["Q5", "Q6", "Q7"], since, until, job=ctx.job, host=ctx.host))
+    runaway_alerts(ctx, since, until)
     if flagged.empty:
         st.info("No reducers coincide with a load imbalance (Q5 / Q6 / Q7 matches) in this window.")
         return
@@ -26,7 +27,7 @@ def render(ctx: ui.Context) -> None:
     cols[3].metric(
         "Own host the outlier (Q7)",
         int(flagged.loc[flagged["query"] == "Q7", "task_id"].nunique()),
-        help="the reducers the UnbalancingReducer alert rule judges",
+        help="reducers whose own host became the outlier of an imbalanced cluster",
     )
     st.dataframe(
         ui.with_times(flagged.drop(columns=["id"])),
@@ -49,6 +50,24 @@ def render(ctx: ui.Context) -> None:
         text = ", ".join(f"{r['query']} (confidence {r['confidence']:.3f})" for r in rows.to_dict("records"))
         st.markdown(f"`{task}` on **{rows.iloc[0]['host']}**: {text}.")
         ui.link(ctx, "stragglers", f"Shuffle of {task}", icon=":material/slow_motion_video:", task=task)
+
+
+#: The pack's rule on a reducer that drives its own host far above the cluster (queries/hadoop.yaml).
+RUNAWAY_RULE = "RunawayReducer"
+
+
+def runaway_alerts(ctx: ui.Context, since: float | None, until: float | None) -> None:
+    """One line per RunawayReducer alert group (reducer and host), open ones first."""
+    alerts = ctx.data.alerts(since, until, job=ctx.job, host=ctx.host, alertname=RUNAWAY_RULE)
+    if alerts.empty:
+        st.caption(f"No {RUNAWAY_RULE} alert in this window.")
+        return
+    for row in alerts.assign(_o=alerts["state"] != "firing").sort_values(["_o", "starts_at"]).to_dict("records"):
+        state = "open" if row["state"] == "firing" else f"resolved {ui.when(row['ends_at'])}"
+        st.markdown(
+            f"{ui.severity_badge(row['severity'], row['tier'])} **{RUNAWAY_RULE}** `{row['task_id']}` on "
+            f"**{row['host']}** · {row['summary']} (since {ui.when(row['starts_at'])}; {state})"
+        )
 
 
 ui.show(render)

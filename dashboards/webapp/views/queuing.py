@@ -1,5 +1,5 @@
 """Queuing: map output written but not yet fetched by the reducers, per job over time (Q4's running sums), and the
-jobs the HeldMapOutput rule alerted on (output written and not fetched for minutes)."""
+jobs the HeldMapOutput / HeldMapOutputEarly rules alerted on (output written and not fetched for minutes)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import streamlit as st
 
 from dashboards import analysis, charts, ui
 
-#: The pack's alert rule over Q4 (queries/hadoop.yaml).
-HELD_RULE = "HeldMapOutput"
+#: The pack's alert rules on held map output (queries/hadoop.yaml: queries HeldOutput, HeldOutputEarly).
+HELD_RULES = ("HeldMapOutput", "HeldMapOutputEarly")
+HELD_RULE = " / ".join(HELD_RULES)
 
 
 def render(ctx: ui.Context) -> None:
@@ -17,7 +18,7 @@ def render(ctx: ui.Context) -> None:
     ui.filters_caption(ctx)
     since, until = ctx.span()
     q4 = ctx.data.matches("Q4", since, until, job=ctx.job, host=ctx.host)
-    held = ctx.data.alerts(since, until, job=ctx.job, host=ctx.host, alertname=HELD_RULE)
+    held = held_frame(ctx, since, until)
     curves = analysis.queue_curves(q4)
     if curves.empty:
         st.info("No queued map output (Q4 matches) in this window.")
@@ -63,8 +64,15 @@ def render(ctx: ui.Context) -> None:
     history(ctx, ctx.job or str(top["job_id"]))
 
 
+def held_frame(ctx: ui.Context, since: float | None, until: float | None) -> pd.DataFrame:
+    """The alert groups of both held-output rules in the window."""
+    frames = [ctx.data.alerts(since, until, job=ctx.job, host=ctx.host, alertname=r) for r in HELD_RULES]
+    found = [f for f in frames if not f.empty]
+    return pd.concat(found, ignore_index=True) if found else frames[0]
+
+
 def held_alerts(ctx: ui.Context, held: pd.DataFrame) -> None:
-    """The jobs the HeldMapOutput rule alerted on, open ones first."""
+    """The jobs the HeldMapOutput / HeldMapOutputEarly rules alerted on, open ones first."""
     st.subheader(f"Held map output alerts ({HELD_RULE})")
     if held.empty:
         st.caption(
@@ -74,7 +82,8 @@ def held_alerts(ctx: ui.Context, held: pd.DataFrame) -> None:
     for row in held.assign(_o=held["state"] != "firing").sort_values(["_o", "starts_at"]).to_dict("records"):
         state = "open" if row["state"] == "firing" else f"resolved {ui.when(row['ends_at'])}"
         st.markdown(
-            f"{ui.severity_badge(row['severity'], row['tier'])} `{row['job_id']}` · {row['fired_summary']} "
+            f"{ui.severity_badge(row['severity'], row['tier'])} **{row['alertname']}** `{row['job_id']}` · "
+            f"{row['fired_summary']} "
             f"(since {ui.when(row['starts_at'])}; {state})"
         )
 

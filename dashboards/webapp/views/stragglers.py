@@ -1,13 +1,35 @@
 """Stragglers: shuffle pulls slower than twice the reducer's earlier pulls (Q3), with the task, the hosts and the
-events and log lines behind each."""
+events and log lines behind each; the HungFetch alerts (per reducer) and the slow-node alerts (SlowNode,
+SlowNodeKills, per host)."""
 
 from __future__ import annotations
 
 import json
 
+import pandas as pd
 import streamlit as st
 
 from dashboards import analysis, charts, logs, ui
+
+#: The pack's rules this view shows (queries/hadoop.yaml): a hung fetch of a reducer, a slow node.
+RULES = ("HungFetch", "SlowNode", "SlowNodeKills")
+
+
+def rule_alerts(ctx: ui.Context, since: float | None, until: float | None) -> None:
+    """One line per alert group of :data:`RULES`, open ones first, each linked to its reducer or host."""
+    frames = [ctx.data.alerts(since, until, job=ctx.job, host=ctx.host, alertname=r) for r in RULES]
+    found = [f for f in frames if not f.empty]
+    if not found:
+        st.caption("No HungFetch, SlowNode or SlowNodeKills alert in this window.")
+        return
+    alerts = pd.concat(found, ignore_index=True)
+    for row in alerts.assign(_o=alerts["state"] != "firing").sort_values(["_o", "starts_at"]).to_dict("records"):
+        state = "open" if row["state"] == "firing" else f"resolved {ui.when(row['ends_at'])}"
+        where = f"`{row['task_id']}`" if row.get("task_id") else f"host **{row.get('host')}**"
+        st.markdown(
+            f"{ui.severity_badge(row['severity'], row['tier'])} **{row['alertname']}** {where} · {row['summary']} "
+            f"(since {ui.when(row['starts_at'])}; {state})"
+        )
 
 
 def render(ctx: ui.Context) -> None:
@@ -16,6 +38,7 @@ def render(ctx: ui.Context) -> None:
     since, until = ctx.span()
     data = ctx.data
     q3 = data.matches("Q3", since, until, job=ctx.job, host=ctx.host)
+    rule_alerts(ctx, since, until)
     table = analysis.stragglers(
         q3, data.events(ids=[i for ids in q3["events"] for i in ids]) if not q3.empty else data.events(ids=[])
     )
