@@ -11,9 +11,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboards.fixture import (
-    HANDCHECK_PULL,
+    IMBALANCE_HOST,
     IMBALANCE_TASK,
     OTHER_JOB,
+    SLOW_HOST,
     SLOW_PULL_TASK,
     STRAGGLER_JOB,
     STRAGGLER_MAPPER,
@@ -63,9 +64,9 @@ def test_overview_shows_load_alerts_and_links_to_the_anomalies() -> None:
     assert at.get("vega_lite_chart"), "no load chart"
     assert any("History (Spark)" in e.label for e in at.expander)
     links = {link.proto.label: (link.proto.page, link.proto.query_string) for link in at.get("page_link")}
-    assert ("stragglers", f"task={SLOW_PULL_TASK}") in links.values()  # ShufflePullStall -> its reducer
-    assert ("jobs", f"job_detail={STRAGGLER_JOB}") in links.values()  # MapperSkew -> its job
-    assert not any(label.startswith("MapperSkew (info)") for label in links)  # only warning or worse need a look
+    assert ("stragglers", f"task={SLOW_PULL_TASK}") in links.values()  # HungFetch -> its reducer
+    assert ("jobs", f"job_detail={STRAGGLER_JOB}") in links.values()  # MapDataSkewDone -> its job
+    assert not any(label.startswith("MapDataSkewDone (info)") for label in links)  # only warning or worse need a look
 
 
 @pytest.mark.usefixtures("dashboard_env")
@@ -124,6 +125,15 @@ def test_imbalance_shows_the_reducer_with_its_confidence() -> None:
     assert table.iloc[0]["task_id"] == IMBALANCE_TASK  # flagged by both queries: first
     assert metrics(at)["Through an imbalance (Q5)"] == "1"
     assert at.selectbox(key="pick_task").value == IMBALANCE_TASK
+    runaway = f"**RunawayReducer** `{IMBALANCE_TASK}` on **{IMBALANCE_HOST}** · RunawayReducer of {IMBALANCE_TASK}"
+    assert runaway in markdown(at)  # the store's (resolved) RunawayReducer alert of this reducer and host
+
+
+@pytest.mark.usefixtures("dashboard_env")
+def test_stragglers_lists_the_hung_fetch_and_slow_node_alerts() -> None:
+    text = markdown(open_view("stragglers"))
+    assert f":orange-badge[warning] **HungFetch** `{SLOW_PULL_TASK}` · HungFetch of {SLOW_PULL_TASK}" in text
+    assert f"**SlowNode** host **{SLOW_HOST}** · SlowNode of {SLOW_HOST} (moderate)" in text
 
 
 @pytest.mark.usefixtures("dashboard_env")
@@ -131,29 +141,29 @@ def test_alerts_view_groups_the_open_alerts_by_job() -> None:
     at = open_view("alerts")
     m = metrics(at)
     assert m["Open, warning or worse"] == "3" and m["Open, info"] == "1" and m["Acknowledged"] == "0"
-    assert m["Resolved"] == "2"  # HeldMapOutput of job 2, and the hand-checked trace's pull (from alerts.jsonl)
+    assert m["Resolved"] == "3"  # HeldMapOutput of job 2, RunawayReducer of its reducer, SlowNode of a host
     assert at.multiselect(key="alert_severity").value == ["critical", "warning"]  # warning or worse by default
     text = markdown(at)
     # One box per job, most severe first; inside, one line per alert with severity, tier, rule, target and summary.
     assert text.index(f"`{STRAGGLER_JOB}` · 2 open alert(s)") < text.index(f"`{OTHER_JOB}` · 1 open alert(s)")
     assert (
-        f":orange-badge[warning · moderate] **ShufflePullStall** · `{STRAGGLER_JOB}` / `{SLOW_PULL_TASK}` · "
-        f"ShufflePullStall of {SLOW_PULL_TASK} (moderate)"
+        f":orange-badge[warning] **HungFetch** · `{STRAGGLER_JOB}` / `{SLOW_PULL_TASK}` · "
+        f"HungFetch of {SLOW_PULL_TASK} (warning)"
     ) in text
-    assert f":red-badge[critical · severe] **MapperSkew** · `{STRAGGLER_JOB}` · " in text
-    assert f":red-badge[critical · severe] **ReducerSkew** · `{OTHER_JOB}`" in text  # escalated: the open one
-    assert f"**MapperSkew** · `{OTHER_JOB}`" not in text  # info: hidden by default
+    assert f":red-badge[critical · severe] **MapDataSkewDone** · `{STRAGGLER_JOB}` · " in text
+    assert f":red-badge[critical · severe] **ReduceDataSkew** · `{OTHER_JOB}`" in text  # escalated: the open one
+    assert f"**MapDataSkewDone** · `{OTHER_JOB}`" not in text  # info: hidden by default
     captions = "\n".join(c.value for c in at.caption)
     assert "confidence 1.00 · since 2023-11-14 22:16:00 UTC" in captions
-    assert "transitions from alerts.jsonl (2), store (8)" in captions
+    assert "Alerts: transitions from store (12)" in captions
 
 
 @pytest.mark.usefixtures("dashboard_env")
 def test_alerts_view_shows_the_rule_and_the_evidence_record() -> None:
     at = open_view("alerts")
-    box = next(e for e in at.expander if e.label == f"Rule and evidence: ShufflePullStall {SLOW_PULL_TASK}")
+    box = next(e for e in at.expander if e.label == f"Rule and evidence: HungFetch {SLOW_PULL_TASK}")
     text = "\n".join(m.value for m in box.markdown)
-    assert "**ShufflePullStall**: what ShufflePullStall means" in text and "query **Q3**" in text
+    assert "**HungFetch**: what HungFetch means" in text and "query **Q3**" in text  # the fixture's stand-in record
     record = json.loads(box.code[0].value)
     assert record["return"]["task_id"] == SLOW_PULL_TASK and record["return"]["period"] == 5.6
     assert record["match"]["c"] == ["25"]
@@ -165,13 +175,13 @@ def test_alerts_view_shows_the_rule_and_the_evidence_record() -> None:
 def test_alerts_view_filters_by_severity_and_keeps_the_history_collapsed() -> None:
     at = open_view("alerts")
     history = next(e for e in at.expander if e.label.startswith("Resolved alerts"))
-    assert history.label == "Resolved alerts (2)" and not history.proto.expanded
+    assert history.label == "Resolved alerts (3)" and not history.proto.expanded
     lines = "\n".join(m.value for m in history.markdown)
     assert f"**HeldMapOutput** · `{OTHER_JOB}`" in lines
-    assert f"**ShufflePullStall** · `{HANDCHECK_PULL[0]}` / `{HANDCHECK_PULL[1]}`" in lines
+    assert f"**RunawayReducer** · `{OTHER_JOB}` / `{IMBALANCE_TASK}`" in lines and "**SlowNode**" in lines
     at.multiselect(key="alert_severity").set_value(["info"]).run()
     text = markdown(at)
-    assert f":blue-badge[info · low] **MapperSkew** · `{OTHER_JOB}`" in text and "ShufflePullStall" not in text
+    assert f":blue-badge[info · low] **MapDataSkewDone** · `{OTHER_JOB}`" in text and "HungFetch" not in text
 
 
 @pytest.mark.usefixtures("dashboard_env")
@@ -179,7 +189,7 @@ def test_alerts_job_filter_narrows_the_alerts() -> None:
     at = open_view("alerts", job=OTHER_JOB)
     assert metrics(at)["Open, warning or worse"] == "1"
     text = markdown(at)
-    assert "ReducerSkew" in text and SLOW_PULL_TASK not in text
+    assert "ReduceDataSkew" in text and SLOW_PULL_TASK not in text
 
 
 def test_acknowledging_an_alert_is_kept(dashboard_env: Path) -> None:
@@ -187,7 +197,7 @@ def test_acknowledging_an_alert_is_kept(dashboard_env: Path) -> None:
     from dashboards.source import DashboardData
 
     alerts = DashboardData(DashboardConfig.from_env()).alerts(state="firing")
-    pull = alerts.set_index("alertname").loc["ShufflePullStall", "alert_id"]  # the alert's fingerprint
+    pull = alerts.set_index("alertname").loc["HungFetch", "alert_id"]  # the alert's fingerprint
     at = open_view("alerts")
     at.multiselect(key="ack_pick").set_value([pull]).run()
     at.text_input(key="ack_by").set_value("alice").run()
@@ -196,7 +206,7 @@ def test_acknowledging_an_alert_is_kept(dashboard_env: Path) -> None:
     book = json.loads(dashboard_env.read_text())
     assert list(book) == [pull] and book[pull]["by"] == "alice"
     assert metrics(at)["Acknowledged"] == "1" and metrics(at)["Open, warning or worse"] == "2"
-    assert f"**ShufflePullStall** · `{STRAGGLER_JOB}`" not in markdown(at)  # acknowledged: hidden by default
+    assert f"**HungFetch** · `{STRAGGLER_JOB}`" not in markdown(at)  # acknowledged: hidden by default
     at.toggle(key="alert_show_acked").set_value(True).run()
     assert "acknowledged by alice" in "\n".join(c.value for c in at.caption)
     at.button(key="ack_all").click().run()
@@ -207,16 +217,33 @@ def test_acknowledging_an_alert_is_kept(dashboard_env: Path) -> None:
 def test_queries_shows_pack_counts_and_rates() -> None:
     at = open_view("queries")
     table = at.dataframe[0].value.set_index("query")
-    assert list(table.index) == ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7"]
+    facts = ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7"]
+    new = ["MapSkewRunning", "MapSkewDone", "ReduceSkew", "HungFetch", "HeldOutput", "HeldOutputEarly", "SlowHost"]
+    assert sorted(table.index) == sorted([*facts, *new, "RunawayHost", "HostLosesRaces"])
     assert table.loc["Q3", "matches"] == 8 and table.loc["Q5", "matches"] == 1  # 1 in the sample, 7 hand-checked
-    assert (table.drop(index="Q7")["per_minute"] > 0).all()  # no Metric events in the fixture: no Q7 match
+    assert (table.loc[facts].drop(index="Q7")["per_minute"] > 0).all()  # no Metric events in the fixture: no Q7 match
+    assert (table.loc[new, "matches"] == 0).all()  # the rules' queries match nothing on these small traces
     assert table.loc["Q5", "strategy"] == "skip_till_any_match" and table.loc["Q5", "threshold"] == 0.5
-    assert table.loc["Q3", "rules"] == "ShufflePullStall" and table.loc["Q5", "rules"] == ""
-    assert table.loc["Q1", "alerts"] == 2 and table.loc["Q1", "open_alerts"] == 2
+    assert table.loc["HungFetch", "rules"] == "HungFetch" and table.loc["Q3", "rules"] == ""
+    assert table.loc["RunawayHost", "rules"] == "RunawayReducer"
+    assert table.loc["MapSkewDone", "alerts"] == 2 and table.loc["MapSkewDone", "open_alerts"] == 2
     assert metrics(at)["Runs alive"] == "-"  # no service statistics in a JSONL data dir
     rules = at.dataframe[1].value.set_index("rule")  # the pack's alert rules, below the queries
-    assert list(rules.index) == ["MapperSkew", "ReducerSkew", "ShufflePullStall", "HeldMapOutput", "UnbalancingReducer"]
-    assert rules.loc["HeldMapOutput", "for"] == "3 minutes" and rules.loc["ShufflePullStall", "alerts"] == 2
+    assert list(rules.index) == [
+        "MapDataSkew",
+        "MapDataSkewDone",
+        "ReduceDataSkew",
+        "HungFetch",
+        "HeldMapOutput",
+        "HeldMapOutputEarly",
+        "SlowNode",
+        "SlowNodeKills",
+        "RunawayReducer",
+    ]
+    assert (rules["for"] == "").all()  # no rule holds (the waits are in the queries now)
+    assert rules.loc["SlowNode", "when"] == "first_job != last_job" and rules.loc["HungFetch", "alerts"] == 1
+    assert rules.loc["RunawayReducer", "kind"] == "runaway_reducer"
+    assert rules.loc["ReduceDataSkew", "alerts"] == 1  # one group: its warning escalated to critical
 
 
 @pytest.mark.usefixtures("dashboard_env")
