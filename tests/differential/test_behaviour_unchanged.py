@@ -51,4 +51,6 @@ def test_golden_alerts_name_the_planted_anomalies(key: str) -> None:
         else json.loads(line)["labels"]["alertname"]
         for line in read_golden(key)
     }
-    assert {"MapperSkew", "UnbalancingReducer"} & names
+    # The pack of issue 24 (kind labels): on this half hour only the two runaway reducers (0068, 0367, the ones the old
+    # UnbalancingReducer rule caught) give alerts; the data-skew, hung-fetch, held-output, slow-node rules do not fire.
+    assert "RunawayReducer" in names
