@@ -213,10 +213,11 @@ def test_the_replay_prints_the_alerts_hcep_match_alerts_gives(capsys: pytest.Cap
         )
         for a in alerts
     ]
-    assert len(alerts) == 2 and f"{len(alerts)} transition(s); 0 alert(s) still open" in shown
+    # The rules of issue 24 are gated for real clusters: neither small trace passes them, and the replay says so.
+    assert alerts == [] and "none: no record passes the gates of MapDataSkew" in shown
     assert "hcep match" in text and "--alerts" in text
-    assert main(["demo", "--replay"]) == 0  # the sample trace: no record passes the rules' gates, and it says so
-    assert "none: no record passes the gates of MapperSkew" in capsys.readouterr().out
+    assert main(["demo", "--replay"]) == 0  # the sample trace: no record passes the rules' gates either
+    assert "none: no record passes the gates of MapDataSkew" in capsys.readouterr().out
 
 
 def test_the_guide_names_the_showcase_alerts_in_time_order(planned: tuple[Path, float], tmp_path: Path) -> None:
