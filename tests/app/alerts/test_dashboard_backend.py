@@ -86,9 +86,9 @@ def test_the_alerts_view_shows_alertmanagers_state_beside_each_alert(
 
     job = job_id()
     now = time.time()
-    pull = make_alert(job, "ShufflePullStall", task=f"task_{job}_r_000001", severity="warning", starts=now - 60)
-    skew = make_alert(job, "MapperSkew", severity="critical", starts=now - 50)
-    unsent = make_alert(job, "ReducerSkew", severity="warning", starts=now - 40)
+    pull = make_alert(job, "HungFetch", task=f"task_{job}_r_000001", severity="warning", starts=now - 60)
+    skew = make_alert(job, "MapDataSkew", severity="critical", starts=now - 50)
+    unsent = make_alert(job, "ReduceDataSkew", severity="warning", starts=now - 40)
     elsewhere = make_alert(job, "HeldMapOutput", severity="critical", starts=now - 30)
     store = Store(str(tmp_path / "hcep.sqlite"))
     rows = [
@@ -111,7 +111,7 @@ def test_the_alerts_view_shows_alertmanagers_state_beside_each_alert(
     ]
     store.commit(Batch([], rows, [], [], None))
     store.close()
-    silence = client.create_silence({"alertname": "MapperSkew", "job_id": job}, duration=300)
+    silence = client.create_silence({"alertname": "MapDataSkew", "job_id": job}, duration=300)
     try:
         client.post_alerts([a.to_json() for a in (pull, skew, elsewhere)])
         poll(lambda: len(backend.current_alerts(alertmanager.url, filter={"job_id": job})) == 3, 10, "3 alerts")
@@ -133,9 +133,9 @@ def test_the_alerts_view_shows_alertmanagers_state_beside_each_alert(
 
     assert any(f"Alertmanager {alertmanager.url}:" in c and "silenced" in c for c in captions)
     entries = _entries(at)
-    assert entries["ShufflePullStall"].endswith("Alertmanager: active · source store (delivered)"), entries
-    assert "Alertmanager: silenced" in entries["MapperSkew"]
-    assert "Alertmanager: not in Alertmanager" in entries["ReducerSkew"]
+    assert entries["HungFetch"].endswith("Alertmanager: active · source store (delivered)"), entries
+    assert "Alertmanager: silenced" in entries["MapDataSkew"]
+    assert "Alertmanager: not in Alertmanager" in entries["ReduceDataSkew"]
     assert "source alertmanager" in entries["HeldMapOutput"] and "**HeldMapOutput**" in text
 
 

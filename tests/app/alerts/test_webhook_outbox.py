@@ -85,7 +85,7 @@ def _transitions(store: Store, first: int, n: int, owner: str = "p1") -> list[st
     """Commit ``n`` firing transitions (jobs ``first``..) for webhook ``ops``; their outbox ids."""
     rows = [
         AlertRow.of(
-            Alert({"alertname": "MapperSkew", "severity": "warning", "job_id": f"job_{i}"}, {"summary": "s"}, 1e9 + i),
+            Alert({"alertname": "MapDataSkew", "severity": "warning", "job_id": f"job_{i}"}, {"summary": "s"}, 1e9 + i),
             "ops",
             "pending",
             1.0 + i,
