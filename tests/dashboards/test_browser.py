@@ -108,12 +108,12 @@ def grid_text(page, index: int = 0) -> str:
 def test_overview_lists_the_open_warnings_and_links_to_them(served, page, shots: Path) -> None:
     url = served[0]
     visit(page, url, "Cluster overview")
-    link = page.get_by_text(f"ShufflePullStall (warning): ShufflePullStall of {SLOW_PULL_TASK}")
+    link = page.get_by_text(f"HungFetch (warning): HungFetch of {SLOW_PULL_TASK}")
     link.wait_for()
     page.locator(".vega-embed").first.wait_for()
     body = text_of(page)
     assert "Imbalance rounds" in body and "Open alerts" in body
-    assert "MapperSkew (info)" not in body  # info alerts do not need a look
+    assert "MapDataSkewDone (info)" not in body  # info alerts do not need a look
     shoot(page, shots, "1-overview")
     link.click()
     page.wait_for_url(re.compile(r"/stragglers\?.*task=" + SLOW_PULL_TASK))
@@ -134,6 +134,7 @@ def test_stragglers_view_shows_the_slow_pull(served, page, shots: Path) -> None:
     page.locator("h3", has_text=f"Reducer {SLOW_PULL_TASK}").wait_for()
     body = text_of(page)
     assert "Slow pull: 5.6 s" in body and "worker-03" in body and "worker-02" in body
+    assert f"HungFetch {SLOW_PULL_TASK}" in body and "SlowNode host" in body  # the fixture store's alerts
     assert SLOW_PULL_TASK in grid_text(page)
     shoot(page, shots, "3-stragglers")
 
@@ -148,24 +149,25 @@ def test_imbalance_view_shows_the_reducer_and_its_confidence(served, page, shots
     visit(page, served[0] + "imbalance", "Reducers and cluster load imbalance")
     page.get_by_text(re.compile(re.escape(IMBALANCE_TASK) + r" on worker-02: Q5 \(confidence 1\.000\)")).wait_for()
     assert IMBALANCE_TASK in grid_text(page)
+    assert f"RunawayReducer {IMBALANCE_TASK} on worker-02" in text_of(page)  # the fixture store's alert
     shoot(page, shots, "5-imbalance")
 
 
 def test_queries_view_lists_the_pack(served, page, shots: Path) -> None:
     visit(page, served[0] + "queries", "Queries")
-    page.get_by_text("Pack hadoop (7 queries)").wait_for()
+    page.get_by_text("Pack hadoop (16 queries)").wait_for()
     grid = grid_text(page)
-    assert all(q in grid for q in ("Q1", "Q3", "Q5", "Q6"))
+    assert all(q in grid for q in ("Q1", "Q3", "Q5", "Q6"))  # the grid renders only its visible rows
     shoot(page, shots, "7-queries")
 
 
 def test_job_filter_from_the_url_narrows_the_alerts(served, page, shots: Path) -> None:
     visit(page, served[0] + f"alerts?job={OTHER_JOB}", "Alerts")
     page.get_by_text(f"Filters: window all, job {OTHER_JOB}").wait_for()
-    page.get_by_text(re.compile(r"critical · severe\s*ReducerSkew · " + OTHER_JOB)).wait_for()
+    page.get_by_text(re.compile(r"critical · severe\s*ReduceDataSkew · " + OTHER_JOB)).wait_for()
     body = text_of(page)
-    assert SLOW_PULL_TASK not in body and "MapperSkew" not in body  # another job's; and an info alert
-    page.get_by_text("Rule and evidence: ReducerSkew").click()
+    assert SLOW_PULL_TASK not in body and "MapDataSkewDone" not in body  # another job's; and an info alert
+    page.get_by_text("Rule and evidence: ReduceDataSkew").click()
     page.get_by_text("The match record (from matches.jsonl):").wait_for()
     shoot(page, shots, "6-alerts")
 
