@@ -42,7 +42,7 @@ class PackRule:
     severity: str = ""  # the fixed severity of a rule without tiers
     when: str = ""
     hold: str = ""  # the ``for:`` hold time, as written
-    kind: str = ""  # the ``kind`` label (SPEC 9's fault kind); older packs called it ``anomaly``
+    kind: str = ""  # the ``kind`` label (the fault kind of semantics section 9); older packs called it ``anomaly``
 
 
 @dataclass(frozen=True)
