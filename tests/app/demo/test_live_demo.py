@@ -489,8 +489,9 @@ def test_queries_view_shows_the_pack_and_the_live_service(demo: Demo, page: Any,
     assert (
         f"Pack hadoop + spark ({queries} queries)" in text and "Partial matches shed" in text and "Events / s" in text
     )
-    grid = until_text(page, demo, r"Q1.*Q7", "the queries table", grid=True)
-    assert all(q in grid for q in ("Q2", "Q3", "Q4", "Q5"))
+    # The table lists every query of both packs (21 now), sorted; a virtualised grid draws only the rows in view.
+    grid = until_text(page, demo, r"Q[1-7]\n", "the queries table", grid=True)
+    assert sum(f"Q{i}" in grid for i in range(1, 8)) >= 3, grid
     shoot(page, shots, "7-queries")
 
 
