@@ -165,7 +165,7 @@ def test_the_queuing_view_shows_no_negative_queue(
     text = main_text(page)
     for f in held:  # the jobs the held-output alert named are listed
         job = f["entity"]["job_id"]
-        assert re.search(rf"(warning|critical)(?: · \w+)?\s*{re.escape(job)} · ", text), job
+        assert re.search(rf"(warning|critical)(?: · \w+)?\s*HeldMapOutput(?:Early)?\s*{re.escape(job)} · ", text), job
     page.screenshot(path=str(shots / "queuing.png"), full_page=True)
     # The data behind it: with the same-tick rule a reducer never fetches more than was written, so no job of a
     # complete run has a negative raw sum at all (the clamp and the "incomplete data" flag are for partial data).
