@@ -292,3 +292,18 @@ def test_hcep_dashboard_rejects_missing_inputs(tmp_path: Path) -> None:
     assert none.returncode == 2 and "--data" in none.stderr
     missing = hcep("--data", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "no such directory" in missing.stderr
+
+
+def test_an_old_store_s_anomaly_label_is_read_as_the_kind(tmp_path: Path) -> None:
+    """Stores written before issue 24 label the fault kind ``anomaly``; the current pack labels it ``kind``."""
+    from contracts.alerts import Alert
+    from dashboards.alerts import row_of
+    from dashboards.pack import load_pack
+
+    old = Alert({"alertname": "MapperSkew", "severity": "warning", "anomaly": "skewed_mapper"}, {}, 1.0, at=1.0)
+    new = Alert({"alertname": "MapDataSkew", "severity": "warning", "kind": "map_data_skew"}, {}, 1.0, at=1.0)
+    assert row_of(old, "store", 0)["kind"] == "skewed_mapper" and row_of(new, "store", 0)["kind"] == "map_data_skew"
+    pack = tmp_path / "old.yaml"
+    pack.write_text("alerts:\n  - {name: R, query: Q1, labels: {anomaly: skewed_mapper}}\n")
+    assert load_pack(pack).rule("R").kind == "skewed_mapper"  # type: ignore[union-attr]
+    assert load_pack(PACK).rule("RunawayReducer").kind == "runaway_reducer"  # type: ignore[union-attr]
