@@ -48,3 +48,18 @@ def test_every_citation_names_a_heading() -> None:
                     dangling.append(f"{path.relative_to(ROOT)}:{line}: section {number}")
     assert cited > 50  # the code and tests do cite it
     assert not dangling, "citations of docs/semantics.md naming no heading:\n" + "\n".join(dangling)
+
+
+#: A citation of the shared SPEC by section number (the word, a space, then "section N", "sections N..." or "N"), built
+#: so that this file does not match it.
+SPEC_CITATION = re.compile(r"\b" + "SPEC" + r" (?:sections? \d|\d)")
+
+
+def test_nothing_cites_the_shared_spec_by_section() -> None:
+    """The shared SPEC is not in the repository: code, tests and documents cite docs/semantics.md instead."""
+    found = []
+    for path in repository_files():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for m in SPEC_CITATION.finditer(text):
+            found.append(f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}")
+    assert not found, "cite docs/semantics.md section N instead:\n" + "\n".join(found)
