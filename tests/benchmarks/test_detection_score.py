@@ -99,3 +99,12 @@ def test_a_missed_fault_is_named_and_scores_merge() -> None:
     assert (k.actionable, k.detected, k.missed) == (2, 1, ["task_id=r1"])
     assert [d for _, d in k.by_severity] == [False, True]
     assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.0 and quantile([], 0.9) is None
+
+
+def test_a_fault_without_a_target_is_never_detected() -> None:
+    """The simulator lists a fault it found no target for with a null entity, onset and end (FILE's order kept)."""
+    lost = {"kind": "hung_fetch", "at": 3000, "severity": 90.0, "entity": None, "onset": None, "end": None}
+    lost |= {"actionable": False, "affected": {}}
+    s = score(truth(lost), [alert("Hung", 3100, task_id="r1")])
+    k = s.kinds["hung_fetch"]
+    assert (k.actionable, k.detected) == (0, 0) and s.false_warnings == 1
