@@ -68,7 +68,7 @@ class AmLogWriter:
         t = ms(job.init)
         log(t - 300, "main", _JOBIMPL, f"Adding job token for {jid} to jobTokenSecretManager")
         log(t - 40, "main", _JOBIMPL, f"Not uberizing {jid} because: not enabled; too many maps; too much input;")
-        log(t, "main", _JOBIMPL, f"Input size for job {jid} = {job.input_bytes}. Number of splits = {job.maps}")
+        log(t, "main", _JOBIMPL, f"Input size for job {jid} = {sum(job.splits)}. Number of splits = {job.maps}")
         log(t, "main", _JOBIMPL, f"Number of reduces for job {jid} = {job.reduces}")
         log(t, "main", _JOBIMPL, f"{jid}Job Transitioned from NEW to INITED")
         log(t + 1, "main", _MRAM, f"MRAppMaster launching normal, non-uberized, multi-container job {jid}.")

@@ -79,22 +79,7 @@ def faulted(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], l
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "kind",
-    [
-        pytest.param(
-            f["kind"],
-            marks=pytest.mark.xfail(
-                reason="the simulator's AM logs the pre-fault 'Input size for job' (not the sum of the splits Hadoop "
-                "logs), so the skewed split looks larger than the whole input: asked of the simulator's owner",
-                strict=False,
-            ),
-        )
-        if f["kind"] == "map_data_skew"
-        else f["kind"]
-        for f in FAULTS
-    ],
-)
+@pytest.mark.parametrize("kind", [f["kind"] for f in FAULTS])
 def test_each_injected_fault_is_named_while_it_acts(faulted: tuple[dict[str, Any], list[Any]], kind: str) -> None:
     truth, alerts = faulted
     (fault,) = [f for f in truth["faults"] if f["kind"] == kind]
