@@ -27,8 +27,8 @@ def test_the_statistics_of_hand_made_phases() -> None:
     assert any("without a successful sibling" in m for m in in_bands(s))
 
 
-@pytest.mark.parametrize("trace", ["fb2010", "fb2009"])
-def test_a_fault_free_cluster_is_in_spec9_bands(trace: str, tmp_path) -> None:
-    """200 nodes, one hour, seed 7 (the simulator was tuned on seed 1): section 9's bands from the logs."""
-    stats = background_stats(simulate_background(7, trace, 200, 1.0, str(tmp_path)))
+def test_a_fault_free_cluster_is_in_spec9_bands(tmp_path) -> None:
+    """200 nodes, one hour of fb2010, seed 7 (the simulator was tuned on seed 1): section 9's bands from the logs.
+    (fb2009 on 200 nodes has 2-3 phases of 3-10 attempts, too few for their mean to be held to a band: README.)"""
+    stats = background_stats(simulate_background(7, "fb2010", 200, 1.0, str(tmp_path)))
     assert not in_bands(stats), stats
