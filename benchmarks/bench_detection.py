@@ -253,7 +253,7 @@ def overall_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"node_hours": node_hours, "ours": block(ours), "dr": block(dr) if dr is not None else None}
 
 
-def print_report(runs: list[dict[str, Any]], out: Any = sys.stdout) -> bool:
+def print_report(runs: list[dict[str, Any]], out: Any = None) -> bool:
     """The README table; returns whether every target was met."""
     from benchmarks.common import print_table as table
 
@@ -288,7 +288,7 @@ def print_report(runs: list[dict[str, Any]], out: Any = sys.stdout) -> bool:
         ]
         for r in rows
     ]
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out if out is not None else sys.stdout):
         table(title, cols, body, plain=True)
         o, d = overall["ours"], overall["dr"]
         print(
