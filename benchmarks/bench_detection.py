@@ -59,22 +59,27 @@ def _hcep(argv: list[str], what: str) -> None:
         raise RuntimeError(f"hcep {what} exited {rc}: {err.getvalue().strip()[-2000:]}")
 
 
-def collect_events(sim: Path, workdir: Path, pack: Any) -> list[Any]:
-    """The events an operator's collectors make of the simulated cluster's logs and Ganglia samples."""
+def ganglia_objects(sim: Path, threshold: float) -> list[dict[str, Any]]:
+    """The Ganglia events (``Metric``, ``LoadStd``, ``Balance``/``Imbalance``) of a simulation's samples, derived as
+    the Ganglia collector derives a poll's rounds (the simulation ran with ``--ganglia none``)."""
     from collectors.ganglia.derive import round_events, rounds_from_samples
-    from engine.events import event_from_json
 
-    hadoop_file = workdir / "hadoop.jsonl"
-    _hcep(["collect", "hadoop", str(sim / "hadoop"), "--out", str(hadoop_file), "--no-progress"], "collect hadoop")
-    threshold = float(pack.settings.get("imbalance_threshold", 1.0))
-    objs = [json.loads(line) for line in hadoop_file.read_text().splitlines() if line.strip()]
     rows = []
     with open(sim / "ganglia" / "samples.jsonl", encoding="utf-8") as f:
         for line in f:
             s = json.loads(line)
             rows.append((s["ts"], s["cluster"], s["host"], s["metric"], s["value"]))
-    for rnd in rounds_from_samples(rows):
-        objs.extend(round_events(rnd, threshold=threshold))
+    return [e for rnd in rounds_from_samples(rows) for e in round_events(rnd, threshold=threshold)]
+
+
+def collect_events(sim: Path, workdir: Path, pack: Any) -> list[Any]:
+    """The events an operator's collectors make of the simulated cluster's logs and Ganglia samples."""
+    from engine.events import event_from_json
+
+    hadoop_file = workdir / "hadoop.jsonl"
+    _hcep(["collect", "hadoop", str(sim / "hadoop"), "--out", str(hadoop_file), "--no-progress"], "collect hadoop")
+    objs = [json.loads(line) for line in hadoop_file.read_text().splitlines() if line.strip()]
+    objs.extend(ganglia_objects(sim, float(pack.settings.get("imbalance_threshold", 1.0))))
     objs.sort(key=lambda e: e["ts"])
     return [event_from_json(o, i, pack.tick) for i, o in enumerate(objs)]
 

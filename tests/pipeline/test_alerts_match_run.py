@@ -22,19 +22,13 @@ GANGLIA = frozenset({"Metric", "LoadStd", "Balance", "Imbalance"})
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
     """A 20-node hour of fb2010 with its default fault mix, as the collectors turn it into events."""
-    from benchmarks.bench_detection import run_config
+    from benchmarks.bench_detection import ganglia_objects, run_config
 
     work = tmp_path_factory.mktemp("sim")
     run_config(3, "fb2010", 20, 1.0, str(work))
-    from collectors.ganglia.derive import round_events, rounds_from_samples
 
     events = [json.loads(line) for line in (work / "hadoop.jsonl").read_text().splitlines() if line.strip()]
-    rows = [
-        (s["ts"], s["cluster"], s["host"], s["metric"], s["value"])
-        for s in map(json.loads, (work / "sim" / "ganglia" / "samples.jsonl").read_text().splitlines())
-    ]
-    for rnd in rounds_from_samples(rows):
-        events.extend(round_events(rnd, threshold=1.0))
+    events.extend(ganglia_objects(work / "sim", 1.0))
     events.sort(key=lambda e: e["ts"])
     path = work / "events.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from app.commands.match import judge
-from engine import event_from_json
 from engine.language.packs import load_pack
 
 PACK = Path(__file__).resolve().parents[2] / "queries" / "hadoop.yaml"
@@ -43,7 +42,7 @@ def _hcep(argv: list[str]) -> None:
 
 def _alerts(tmp: Path, faults: list[dict[str, Any]] | None) -> tuple[dict[str, Any], list[Any]]:
     """Simulate (with exactly ``faults``, or none), collect the logs and Ganglia samples, judge: (truth, alerts)."""
-    from collectors.ganglia.derive import round_events, rounds_from_samples
+    from benchmarks.bench_detection import collect_events
 
     sim = tmp / "sim"
     argv = ["simulate", "--nodes", "20", "--hours", "1", "--seed", "3", "--out", str(sim), "--ganglia", "none"]
@@ -54,17 +53,8 @@ def _alerts(tmp: Path, faults: list[dict[str, Any]] | None) -> tuple[dict[str, A
         (tmp / "faults.json").write_text(json.dumps(faults))
         argv += ["--faults", str(tmp / "faults.json")]
     _hcep(argv)
-    _hcep(["collect", "hadoop", str(sim / "hadoop"), "--out", str(tmp / "hadoop.jsonl"), "--no-progress"])
     pack = load_pack(PACK)
-    objs = [json.loads(line) for line in (tmp / "hadoop.jsonl").read_text().splitlines() if line.strip()]
-    rows = []
-    for line in (sim / "ganglia" / "samples.jsonl").read_text().splitlines():
-        s = json.loads(line)
-        rows.append((s["ts"], s["cluster"], s["host"], s["metric"], s["value"]))
-    for rnd in rounds_from_samples(rows):
-        objs.extend(round_events(rnd, threshold=float(pack.settings["imbalance_threshold"])))
-    objs.sort(key=lambda e: e["ts"])
-    events = [event_from_json(o, i, pack.tick) for i, o in enumerate(objs)]
+    events = collect_events(sim, tmp, pack)
     truth = json.loads((sim / "ground_truth.json").read_text())
     return truth, list(judge(pack, events))
 

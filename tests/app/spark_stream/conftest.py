@@ -62,18 +62,12 @@ def sample_events() -> list[dict]:
 @pytest.fixture(scope="session")
 def cluster_events(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     """A simulated 8-node cluster for 0.3 h (``hcep simulate``'s model, the collectors' events): ~2,700 events."""
-    from benchmarks.bench_detection import run_config
-    from collectors.ganglia.derive import round_events, rounds_from_samples
+    from benchmarks.bench_detection import ganglia_objects, run_config
 
     work = tmp_path_factory.mktemp("sim")
     run_config(3, "fb2010", 8, 0.3, str(work))
     events = [json.loads(line) for line in (work / "hadoop.jsonl").read_text().splitlines() if line.strip()]
-    rows = [
-        (s["ts"], s["cluster"], s["host"], s["metric"], s["value"])
-        for s in map(json.loads, (work / "sim" / "ganglia" / "samples.jsonl").read_text().splitlines())
-    ]
-    for rnd in rounds_from_samples(rows):
-        events.extend(round_events(rnd, threshold=1.0))
+    events.extend(ganglia_objects(work / "sim", 1.0))
     events.sort(key=lambda e: e["ts"])
     return with_ids([json.dumps(e) for e in events])
 
