@@ -158,17 +158,16 @@ def run_config(
 
 def _before_job_end(truth: dict[str, Any], alerts: list[dict[str, Any]], job_end: dict[Any, float]) -> dict[str, list]:
     """Per data-skew kind, for each detected actionable fault: was its first detecting warning before its job ended?"""
-    from benchmarks.detection_score import GRACE_S, warnings_of
+    from benchmarks.detection_score import detects, warnings_of, windows_of
 
     warnings = warnings_of(alerts)
     out: dict[str, list[bool]] = {"map_data_skew": [], "reduce_data_skew": []}
-    for f in truth.get("faults", []):
-        if f["kind"] not in out or not f["actionable"]:
+    for f in windows_of(truth)[0]:
+        if f.kind not in out or not f.actionable:
             continue
-        job = str(f["entity"].get("job_id"))
-        hits = [w.starts for w in warnings if w.names("job_id", job) and f["onset"] <= w.starts <= f["end"] + GRACE_S]
-        if hits and job in job_end:
-            out[f["kind"]].append(min(hits) < job_end[job])
+        hits = [w.starts for w in warnings if detects(w, f)]
+        if hits and f.entity[1] in job_end:
+            out[f.kind].append(min(hits) < job_end[f.entity[1]])
     return out
 
 

@@ -171,7 +171,8 @@ def windows_of(truth: Mapping[str, Any]) -> tuple[list[Window], list[Window]]:
     return faults, natural
 
 
-def _detects(w: Warning_, f: Window) -> bool:
+def detects(w: Warning_, f: Window) -> bool:
+    """The warning names the fault's entity inside its window (onset to end + ten minutes)."""
     return f.open(w.starts) and w.names(*f.entity)
 
 
@@ -197,7 +198,7 @@ def score(
     for f in faults:
         ks = kinds.setdefault(f.kind, KindScore(f.kind))
         ks.faults += 1
-        hits = sorted(w.starts for w in warnings if _detects(w, f))
+        hits = sorted(w.starts for w in warnings if detects(w, f))
         if f.severity is not None:
             ks.by_severity.append((f.severity, bool(hits)))
         if not f.actionable:
@@ -210,19 +211,19 @@ def score(
             ks.missed.append(f"{f.entity[0]}={f.entity[1]}")
     out = Score(kinds)
     for w in warnings:
-        detects = any(f.actionable and _detects(w, f) for f in faults)
-        touches = not detects and any(_touches(w, x) for x in (*faults, *natural))
+        detecting = any(f.actionable and detects(w, f) for f in faults)
+        touches = not detecting and any(_touches(w, x) for x in (*faults, *natural))
         out.warnings += 1
-        out.true_warnings += detects
+        out.true_warnings += detecting
         out.touch_only += touches
-        false = not detects and not touches
+        false = not detecting and not touches
         out.false_warnings += false
         if false and len(out.false_examples) < example_limit:
             out.false_examples.append({"labels": dict(w.labels), "startsAt": w.starts})
         ks = kinds.get(w.kind or "")
         if ks is not None:
             ks.warnings += 1
-            ks.true_warnings += detects
+            ks.true_warnings += detecting
             ks.touch_only += touches
             ks.false_warnings += false
     return out
