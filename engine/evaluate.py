@@ -23,7 +23,7 @@ from engine.limits import Limits, from_settings
 from engine.plan.choose import choose_evaluator
 from engine.plan.compiler import CompiledQuery, compile_spec
 from engine.runtime.matcher import SWEEP_EVERY, Matcher, OutOfOrderError, sort_events
-from engine.shedding import SheddingMatcher, from_pack
+from engine.shedding import SheddingConfig, SheddingMatcher, from_pack
 from engine.snapshot import EventCodec, check_header, dec_float, enc_float, header, open_codec
 
 __all__ = [
@@ -339,14 +339,78 @@ class PackRunner:
         lazy_ids: bool = False,
         increments: bool = False,
     ) -> None:
+        specs = [q for q in pack.queries if q.enabled]
+        tick = float(pack.tick)
+        cqs = [compile_spec(q, tick) for q in specs]
+        config = from_pack(pack)
+        self._build(
+            pack,
+            specs,
+            cqs,
+            umax,
+            # Memory bounds on partial matches (engine.runtime.limits): the pack's settings.limits unless given.
+            limits if limits is not None else from_settings(getattr(pack, "settings", None)),
+            config,
+            shedding and config.enabled,
+            lazy_ids,
+            increments,
+        )
+
+    @classmethod
+    def of(
+        cls,
+        cqs: Sequence[CompiledQuery],
+        umax: int,
+        *,
+        limits: Limits | None = None,
+        shedding: SheddingConfig | None = None,
+        increments: bool = False,
+        lazy_ids: bool = False,
+        specs: Sequence[Any] | None = None,
+    ) -> PackRunner:
+        """A runner over compiled queries, for code without a pack object (``hcep match``, the Spark groups, tests).
+
+        ``limits``: the memory bounds (default: :class:`~engine.limits.Limits`' defaults, as a pack without
+        ``settings.limits``; ``Limits(None, None)``: unbounded); ``shedding``: pSPICE's configuration (None or
+        disabled: no shedder); ``specs``: what each record is paired with, one per query (default: the compiled
+        queries themselves), so ``runner.feed`` answers ``(spec, record)`` pairs either way.  ``pack`` is None."""
+        self = cls.__new__(cls)
+        qs = list(cqs)
+        config = shedding if shedding is not None else SheddingConfig()
+        self._build(
+            None,
+            list(specs) if specs is not None else qs,
+            qs,
+            umax,
+            limits if limits is not None else Limits(),
+            config,
+            config.enabled,
+            lazy_ids,
+            increments,
+        )
+        return self
+
+    def _build(
+        self,
+        pack: Any,
+        specs: list[Any],
+        cqs: list[CompiledQuery],
+        umax: int,
+        limits: Limits,
+        config: SheddingConfig,
+        shed: bool,
+        lazy_ids: bool,
+        increments: bool,
+    ) -> None:
+        if len(specs) != len(cqs):
+            raise ValueError(f"{len(specs)} specs for {len(cqs)} compiled queries")
         self.pack = pack
-        self.tick = float(pack.tick)
+        self.tick = float(pack.tick) if pack is not None else float(cqs[0].tick) if cqs else 0.1
         self.umax = umax
-        self.specs = [q for q in pack.queries if q.enabled]
-        self.by_name = {spec.name: spec for spec in self.specs}
-        self.cqs = [compile_spec(q, self.tick) for q in self.specs]
-        # Memory bounds on partial matches (engine.runtime.limits): the pack's settings.limits unless given.
-        self.limits = limits if limits is not None else from_settings(getattr(pack, "settings", None))
+        self.specs = specs
+        self.by_name = {cq.name: spec for spec, cq in zip(specs, cqs, strict=True)}
+        self.cqs = cqs
+        self.limits = limits
         self.matchers: list[Any] = [make_matcher(cq, umax) for cq in self.cqs]
         for m in self.matchers:
             m.set_limits(self.limits)
@@ -358,12 +422,11 @@ class PackRunner:
         write_increments(self.matchers, increments)
         self.pairs = list(zip(self.specs, self.matchers, strict=True))
         self.windows = [cq.window for cq in self.cqs]
-        self.shedding = from_pack(pack)
-        on = shedding and self.shedding.enabled
+        self.shedding = config
         # One pass over the pack (PackFeeder): each event reaches only the queries that name its type; the records
         # and their order are those of feeding every query in turn.
         self.feeder = PackFeeder(self.matchers, umax)
-        self.shedder = SheddingMatcher(self.matchers, self.shedding, feeder=self.feeder) if on else None
+        self.shedder = SheddingMatcher(self.matchers, self.shedding, feeder=self.feeder) if shed else None
         # Under the skipping strategies an event of a type no query names changes nothing: do not feed it.
         types: set[str] = set()
         for cq in self.cqs:
@@ -379,6 +442,15 @@ class PackRunner:
         """The match records ``ev`` completes, with the spec of the query of each.  ``arrival``: when the event could
         first have been processed (wall-clock seconds); only then may the shedder drop partial matches for it."""
         recs = self.shedder.feed(ev, arrival=arrival) if self.shedder is not None else self.feeder.feed(ev)
+        if not recs:
+            return []
+        by_name = self.by_name
+        return [(by_name[r["query"]], r) for r in recs]
+
+    def feed_many(self, events: Iterable[Event]) -> list[tuple[Any, Record]]:
+        """The records of ``feed`` on each event in turn (without arrival times: nothing is shed), as ``(spec,
+        record)`` pairs like :meth:`feed`, for callers that feed a batch (the Spark groups)."""
+        recs = self.shedder.feed_many(events) if self.shedder is not None else self.feeder.feed_many(events)
         if not recs:
             return []
         by_name = self.by_name
