@@ -10,13 +10,10 @@ import argparse
 import sys
 
 from app import __version__
-from app.commands import CommandError
-from app.commands.argtypes import non_negative_int, non_negative_seconds, positive_seconds
+from app.commands.argtypes import OUTPUT_MODES, STRATEGIES
+from app.errors import CommandError
 
-#: Kept equal to ``engine.language.ast.STRATEGIES`` / ``OUTPUT_MODES`` (tests check it); listed here so that parsing
-#: the command line does not import the engine.
-STRATEGIES = ("skip_till_any_match", "skip_till_next_match", "partition_contiguity", "strict_contiguity")
-OUTPUT_MODES = ("all", "distinct", "collapsed")
+__all__ = ["COMMANDS", "OUTPUT_MODES", "STRATEGIES", "CommandError", "build_parser", "main"]
 
 #: Exit status for bad input (bad options, unreadable or invalid events, unknown query, query or pack errors).
 EXIT_BAD_INPUT = 2
@@ -34,104 +31,19 @@ def _one_line(message: str) -> str:
     return lines[0] if lines else "error"
 
 
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
-    return value
-
-
-def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="hcep",
-        description="hcep: complex event processing over imprecise timestamps, and Hadoop cluster monitoring.",
-        epilog="Event format, query language and match records: see README.md and docs/semantics.md.",
-    )
-    parser.add_argument("--version", action="version", version=f"hcep {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    match = sub.add_parser(
-        "match",
-        help="match queries over a file of events, print match records as JSON lines",
-        description="Match queries over EVENTS.jsonl (one JSON event per line; '-' reads stdin) and print one JSON "
-        "match record per line on stdout, in order of completion. Exit 0 on success, 2 on bad input.",
-    )
-    match.add_argument("events", metavar="EVENTS.jsonl", help="events, one JSON object per line; '-' for stdin")
-    source = match.add_mutually_exclusive_group(required=True)
-    source.add_argument("--pack", metavar="FILE", help="a YAML query pack (e.g. queries/hadoop.yaml)")
-    source.add_argument("--query-text", metavar="TEXT", help="one query's text (its name in the records: 'query')")
-    match.add_argument("--query", metavar="NAME", help="with --pack: run only this query (default: all enabled)")
-    match.add_argument(
-        "--strategy",
-        choices=STRATEGIES,
-        help="event selection strategy (overrides the pack's; default skip_till_any_match)",
-    )
-    match.add_argument(
-        "--confidence", type=_probability, metavar="C", help="confidence threshold 0..1 (overrides the pack's)"
-    )
-    match.add_argument("--output", choices=OUTPUT_MODES, help="output mode (overrides the pack's; default all)")
-    match.add_argument(
-        "--tick", type=positive_seconds, metavar="SECONDS", help="time granularity (overrides the pack's; default 0.1)"
-    )
-    match.add_argument(
-        "--max-delta",
-        type=non_negative_seconds,
-        metavar="S",
-        help="largest accepted half-width of an event's interval; a wider event is an error naming its line, as "
-        "hcep run dead-letters it (default: the pack's settings.max_delta, else 7.5)",
-    )
-    match.add_argument(
-        "--max-runs-per-key",
-        type=non_negative_int,
-        metavar="N",
-        help="memory bound: partial matches per partition key of a query (runs held, or signatures enumerated for "
-        "one closing event); beyond it they are dropped and counted on stderr (default: the pack's "
-        "settings.limits.runs_per_key, else 20000; 0: unbounded)",
-    )
-    match.add_argument(
-        "--max-runs",
-        type=non_negative_int,
-        metavar="N",
-        help="memory bound: partial matches of a query in total (default: settings.limits.runs, else 200000; "
-        "0: unbounded)",
-    )
-    match.add_argument(
-        "--alerts",
-        action="store_true",
-        help="with --pack: print, instead of the records, exactly the alert objects `hcep run` would send for this "
-        "input (the pack's alert rules; one Alertmanager v2 JSON object a line)",
-    )
-    match.add_argument(
-        "--full-matches",
-        action="store_true",
-        help="write whole signatures: a growing run (Q4) lists its whole prefix in every record instead of the "
-        "events since its previous record (docs/semantics.md section 5; quadratic, for tests and small inputs)",
-    )
-    match.set_defaults(func=_run_match)
-
-    demo = sub.add_parser(
+#: Every subcommand, the one way they are registered: (name, module, help) for ``app/commands/<module>.py``, which
+#: exposes ``configure(parser)`` (its options and description) and ``run(args)`` (the exit status); a group instead
+#: names no module and lists its children the same way.  Only the invoked module is imported, to keep start-up cheap
+#: (``hcep --help`` lists the names and helps from this table alone).
+COMMANDS: list[tuple[str, str | None, str, list[tuple[str, str, str]]]] = [
+    ("match", "match", "match queries over a file of events, print match records as JSON lines", []),
+    (
         "demo",
-        help="the live demo: Kafka, Ganglia, a simulated cluster, collectors, hcep run and the dashboard together "
+        "demo",
+        "the live demo: Kafka, Ganglia, a simulated cluster, collectors, hcep run and the dashboard together "
         "(--replay: summarise the pack over a recorded trace)",
-        description="Start the whole system on this machine (loopback only) -- a Kafka broker, gmond and gmetad, a "
-        "simulated Hadoop cluster running live, the collectors, the streaming service with the Hadoop pack and the "
-        "dashboard -- print the dashboard's URL and what to look for, and supervise it all until Ctrl-C.  With "
-        "--replay: run a query pack over a recorded trace and print a readable summary per query.",
-    )
-    from app.commands.demo import configure as _configure_demo
-
-    _configure_demo(demo)
-    demo.set_defaults(func=_run_demo)
-    _add_module_commands(sub, argv)
-    return parser
-
-
-#: Subcommands implemented as ``app/commands/<module>.py`` exposing ``configure(parser)`` and ``run(args)``:
-#: (name, module or None for a group, help, children).  Only the invoked one is imported, to keep start-up cheap.
-MODULE_COMMANDS: list[tuple[str, str | None, str, list[tuple[str, str, str]]]] = [
+        [],
+    ),
     (
         "collect",
         None,
@@ -161,18 +73,17 @@ MODULE_COMMANDS: list[tuple[str, str | None, str, list[tuple[str, str, str]]]] =
 ]
 
 
-def _module_exists(module: str) -> bool:
-    from importlib.util import find_spec
-
-    return find_spec(f"app.commands.{module}") is not None
-
-
-def _add_module_commands(sub: argparse._SubParsersAction, argv: list[str] | None) -> None:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of ``hcep``; of the subcommands only the one ``argv`` names (default ``sys.argv``) is configured."""
+    parser = _Parser(
+        prog="hcep",
+        description="hcep: complex event processing over imprecise timestamps, and Hadoop cluster monitoring.",
+        epilog="Event format, query language and match records: see README.md and docs/semantics.md.",
+    )
+    parser.add_argument("--version", action="version", version=f"hcep {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     words = [w for w in (sys.argv[1:] if argv is None else argv) if not w.startswith("-")]
-    for name, module, help_text, children in MODULE_COMMANDS:
-        modules = [module] if module else [m for _, m, _ in children]
-        if not any(_module_exists(m) for m in modules):
-            continue  # not built yet: not offered
+    for name, module, help_text, children in COMMANDS:
         cmd = sub.add_parser(name, help=help_text, description=help_text)
         chosen = bool(words) and words[0] == name
         if module is not None:
@@ -181,10 +92,10 @@ def _add_module_commands(sub: argparse._SubParsersAction, argv: list[str] | None
             continue
         group = cmd.add_subparsers(dest="subcommand", metavar="SOURCE", parser_class=_Parser, required=True)
         for child, child_module, child_help in children:
-            if _module_exists(child_module):
-                leaf = group.add_parser(child, help=child_help, description=child_help)
-                if chosen and len(words) > 1 and words[1] == child:
-                    _configure(leaf, child_module)
+            leaf = group.add_parser(child, help=child_help, description=child_help)
+            if chosen and len(words) > 1 and words[1] == child:
+                _configure(leaf, child_module)
+    return parser
 
 
 def _configure(parser: argparse.ArgumentParser, module: str) -> None:
@@ -193,18 +104,6 @@ def _configure(parser: argparse.ArgumentParser, module: str) -> None:
     mod = import_module(f"app.commands.{module}")
     mod.configure(parser)
     parser.set_defaults(func=mod.run)
-
-
-def _run_match(args: argparse.Namespace) -> int:
-    from app.commands.match import run
-
-    return run(args)
-
-
-def _run_demo(args: argparse.Namespace) -> int:
-    from app.commands.demo import run
-
-    return run(args)
 
 
 def main(argv: list[str] | None = None) -> int:

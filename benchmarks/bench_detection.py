@@ -3,7 +3,7 @@
 For every seed x SWIM mix x cluster size: ``hcep simulate`` with its default fault mix (or ``--faults FILE``), whose
 ``ground_truth.json`` lists only what it injected (and the few ``natural`` entries section 9 allows); the real
 collectors (``hcep collect hadoop`` on the logs, the Ganglia derivation on the samples); exactly the alerts ``hcep match
---alerts`` prints (:func:`app.commands.match.judge`); and Dr. Elephant's MapReduce heuristics (our port,
+--alerts`` prints (:func:`app.matching.judge.judge`); and Dr. Elephant's MapReduce heuristics (our port,
 ``benchmarks/peers/drelephant``) over the same job history files, MODERATE or worse counted as a warning at the job's
 finish.  Both are scored by :mod:`benchmarks.detection_score`, which is section 9's arithmetic and nothing else: no
 rule's threshold is read here.
@@ -119,7 +119,7 @@ def run_config(
     seed: int, trace: str, nodes: int, hours: float, workdir: str, faults: str | None = None
 ) -> dict[str, Any]:
     """Simulate, collect, judge and score one cluster."""
-    from app.commands.match import judge
+    from app.matching.judge import judge
     from engine.language.packs import load_pack
 
     started = time.perf_counter()

@@ -204,7 +204,8 @@ def match_file(
     (``--full-matches``).  Returns (CPU seconds, events, records)."""
     import json
 
-    from app.commands import match as cmd
+    from app.matching import read as cmd
+    from app.matching.packs import DEFAULT_MAX_DELTA
     from engine.evaluate import StreamedMatch
     from engine.language.packs import load_pack
     from engine.plan.compiler import compile_spec
@@ -219,9 +220,9 @@ def match_file(
     cqs = [compile_spec(q, pack.tick) for q in specs]
     built = getattr(cmd, "built_types", None)
     if built is not None:  # issue 20's reader: only the types the queries read built
-        events = cmd.read_events(path, float(pack.tick), cmd.DEFAULT_MAX_DELTA, built(cqs))
+        events = cmd.read_events(path, float(pack.tick), DEFAULT_MAX_DELTA, built(cqs))
     else:  # pragma: no cover - the reader before issue 20 (the "before" figures)
-        events = cmd.read_events(path, float(pack.tick), cmd.DEFAULT_MAX_DELTA)
+        events = cmd.read_events(path, float(pack.tick), DEFAULT_MAX_DELTA)
     frozen = getattr(cmd, "frozen", None)
     records = 0
     dumps = json.dumps

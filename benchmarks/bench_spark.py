@@ -110,7 +110,7 @@ def run_one(
     master: str, inputs: list[str], pack: str, memory: str, progress: bool, spark: Any = None
 ) -> dict[str, Any]:
     """One batch run; ``spark`` reuses a session (tests), else one is built for ``master``."""
-    from app.commands.match import load_pack
+    from app.matching.packs import load_pack
     from app.spark.batch import plans_from_pack, run_batch
     from app.spark.progress import spark_progress
     from app.spark.session import build_session
@@ -144,7 +144,7 @@ def run_one(
 
 def reference(inputs: list[str], pack: str, limit: int) -> dict[str, Any]:
     """The single-process engine over the first ``limit`` events of the inputs (CPU time, as the other benchmarks)."""
-    from app.commands.match import load_pack
+    from app.matching.packs import load_pack
     from app.spark.batch import compile_plan, plans_from_pack
     from engine import event_from_json, match_events
 

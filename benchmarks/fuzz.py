@@ -150,7 +150,9 @@ def check_event_file(data: bytes) -> None:
     predicate-heavy queries run over the lines that are events (as ``hcep run`` keeps them), their records written
     as ``hcep match`` writes them."""
     from app.commands import CommandError
-    from app.commands.match import _parse_blocks, _parse_lines, decode_line
+    from app.matching.read import decode_line
+    from app.matching.read import parse_blocks as _parse_blocks
+    from app.matching.read import parse_lines as _parse_lines
     from engine import EventError, event_from_json
     from engine.evaluate import StreamedMatch
     from engine.events import EventDecoder, max_width_ticks
@@ -348,7 +350,7 @@ def check_pack(data: bytes) -> None:
     """``parse_pack`` raises only PackError naming the file; a pack it accepts compiles, and its settings
     (shedding, limits, max_delta) are accepted or rejected with an error naming the pack."""
     from app.commands import CommandError
-    from app.commands.match import max_delta_of
+    from app.matching.packs import max_delta_of
     from engine.language.packs import PackError, parse_pack
     from engine.plan.compiler import compile_spec
     from engine.runtime.limits import LimitsError, from_settings
@@ -974,7 +976,7 @@ def run_atheris(target: Target, runs: int, seed: int, timeout: float, out: Path,
     with atheris.instrument_imports(include=["engine", "collectors", "app"]):
         import app.alerts.alertmanager  # noqa: F401 - instrumented for coverage
         import app.alerts.webhook  # noqa: F401
-        import app.commands.match  # noqa: F401
+        import app.matching.read  # noqa: F401
         import app.service  # noqa: F401
         import app.spark.archive  # noqa: F401
         import app.stream.decode  # noqa: F401

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_files(args: argparse.Namespace) -> int:
-    from app.commands.match import compile_spec, load_pack, pack_tick
+    from app.matching.packs import compile_spec, load_pack, pack_tick
     from app.spark.archive import ArchiveWriter, is_match_record
     from engine import DEFAULT_TICK, EventError, match_events
     from engine.events import decoder_for

@@ -1,4 +1,4 @@
-"""argparse value types shared by the subcommands: one clear one-line error per bad number."""
+"""argparse value types and choices shared by the subcommands: one clear one-line error per bad number."""
 
 from __future__ import annotations
 
@@ -37,3 +37,20 @@ non_negative = number(at_least=0)
 non_negative_seconds = number(at_least=0, what=" seconds")
 positive_int = number(at_least=1, integer=True)
 non_negative_int = number(at_least=0, integer=True)
+
+
+#: Kept equal to ``engine.language.ast.STRATEGIES`` / ``OUTPUT_MODES`` (tests check it); listed here so that parsing
+#: the command line does not import the engine.
+STRATEGIES = ("skip_till_any_match", "skip_till_next_match", "partition_contiguity", "strict_contiguity")
+OUTPUT_MODES = ("all", "distinct", "collapsed")
+
+
+def probability(text: str) -> float:
+    """A confidence threshold: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value

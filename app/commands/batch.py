@@ -22,8 +22,7 @@ KINDS = ("auto", "jsonl", "parquet", "raw")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from app.cli import OUTPUT_MODES, STRATEGIES, _probability
-    from app.commands.argtypes import non_negative_seconds, positive_seconds
+    from app.commands.argtypes import OUTPUT_MODES, STRATEGIES, non_negative_seconds, positive_seconds, probability
 
     parser.add_argument(
         "inputs",
@@ -42,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", help="write the records as Parquet under DIR/matches (not stdout)")
     parser.add_argument("--partitions", type=int, metavar="N", help="Spark partitions of the match stage")
     parser.add_argument("--strategy", choices=STRATEGIES, help="event selection strategy (overrides the pack's)")
-    parser.add_argument("--confidence", type=_probability, metavar="C", help="confidence threshold (overrides)")
+    parser.add_argument("--confidence", type=probability, metavar="C", help="confidence threshold (overrides)")
     parser.add_argument("--output", choices=OUTPUT_MODES, help="output mode (overrides the pack's)")
     parser.add_argument("--tick", type=positive_seconds, metavar="SECONDS", help="time granularity (overrides)")
     parser.add_argument(
@@ -66,7 +65,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def load_plans(args: argparse.Namespace) -> list[Any]:
     """The pack's query plans; also resolves ``args.max_delta`` (option, else pack setting, else 7.5) when present."""
-    from app.commands.match import load_pack, max_delta_of
+    from app.matching.packs import load_pack, max_delta_of
     from app.spark.batch import compile_plan, plans_from_pack
 
     pack = load_pack(args.pack)

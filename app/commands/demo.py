@@ -18,6 +18,12 @@ _port = number(at_least=1, integer=True, what=" (a TCP port)")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Start the whole system on this machine (loopback only) -- a Kafka broker, gmond and gmetad, a simulated "
+        "Hadoop cluster running live, the collectors, the streaming service with the Hadoop pack and the dashboard "
+        "-- print the dashboard's URL and what to look for, and supervise it all until Ctrl-C.  With --replay: run "
+        "a query pack over a recorded trace and print a readable summary per query."
+    )
     parser.add_argument(
         "--replay",
         action="store_true",
@@ -104,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
         return replay(args)
     if args.events:
         raise CommandError("hcep demo: --events needs --replay (the live demo makes its own events)")
-    from app.commands.match import data_path
     from app.demo.live import ROOT, Demo, Options
+    from app.matching.packs import data_path
 
     pack = Path(args.pack) if args.pack else data_path("hadoop.yaml")
     if not pack.is_file():

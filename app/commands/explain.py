@@ -39,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _compiled(args: argparse.Namespace) -> list[tuple[Any, str]]:
     """``(compiled query, note)`` for every query the options name."""
-    from app.commands.match import compile_spec, load_pack, pack_tick
+    from app.matching.packs import compile_spec, load_pack, pack_tick
 
     if args.query and not args.pack:
         raise CommandError("hcep explain: --query NAME needs --pack FILE")

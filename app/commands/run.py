@@ -294,7 +294,7 @@ def shared_argv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> li
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.commands.match import load_pack
+    from app.matching.packs import load_pack
     from app.stream.loop import run_service
     from app.workers import WORKER_ENV, run_workers
 

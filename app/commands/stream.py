@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         from app.spark.stream.sink import StreamSink, totals
     except ImportError as err:
         raise CommandError(f"hcep stream needs PySpark, pandas and pyarrow ({err})") from None
-    from app.commands.match import load_pack, max_delta_of
+    from app.matching.packs import load_pack, max_delta_of
     from app.spark.session import default_master
     from engine.events import max_width_ticks
 

@@ -17,7 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.commands.match import compile_spec, data_path, judge, load_pack, pack_tick, read_events
+from app.matching.judge import judge
+from app.matching.packs import compile_spec, data_path, load_pack, pack_tick
+from app.matching.read import read_events
 
 #: The demo flags a job whose slowest task took more than this many times the average (a display heuristic; the
 #: queries themselves only return the average and the maximum).

@@ -219,7 +219,7 @@ def run_sasepp(
 
 def run_ours(name: str, path: Path, repeat: int) -> tuple[float, int, int]:
     """(best CPU seconds of matching, events, records) of our engine: the query as the pack says, decoded events."""
-    from app.commands.match import read_events
+    from app.matching.read import read_events
     from engine.evaluate import StreamedMatch
     from engine.language.packs import load_pack
     from engine.plan.compiler import compile_spec

@@ -87,7 +87,8 @@ STORE_ALERTS = [
 
 
 def _match(events: Path) -> list[dict]:
-    from app.commands.match import compiled_queries, read_events
+    from app.matching.packs import compiled_queries
+    from app.matching.read import read_events
     from engine import match_events
 
     args = argparse.Namespace(
@@ -99,7 +100,9 @@ def _match(events: Path) -> list[dict]:
 
 def _judge(events: Path) -> list[dict]:
     """What ``hcep match EVENTS --pack PACK --alerts`` prints."""
-    from app.commands.match import judge, pack_tick, read_events
+    from app.matching.judge import judge
+    from app.matching.packs import pack_tick
+    from app.matching.read import read_events
     from engine.language.packs import load_pack
 
     pack = load_pack(str(PACK))

@@ -24,7 +24,9 @@ def planted_stage(name: str, group: str, pick: str = "max") -> int:
 
 def build(out: Path) -> Path:
     """Write ``spark_events.jsonl``, ``spark_matches.jsonl`` and ``alerts.jsonl`` into ``out``."""
-    from app.commands.match import compiled_queries, judge, load_pack, read_events
+    from app.matching.judge import judge
+    from app.matching.packs import compiled_queries, load_pack
+    from app.matching.read import read_events
     from engine import match_events
 
     out.mkdir(parents=True, exist_ok=True)

@@ -163,7 +163,9 @@ def _judged(events: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFram
     import json
     import tempfile
 
-    from app.commands.match import compiled_queries, judge, load_pack, read_events
+    from app.matching.judge import judge
+    from app.matching.packs import compiled_queries, load_pack
+    from app.matching.read import read_events
     from dashboards import alerts as alerts_mod
     from engine import match_events
     from tests.queries.spark_pack.conftest import SMALL

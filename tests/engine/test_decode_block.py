@@ -19,7 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.commands import CommandError
-from app.commands.match import _parse_blocks, _parse_lines, blocks, built_types, read_events
+from app.matching.read import blocks, built_types, read_events
+from app.matching.read import parse_blocks as _parse_blocks
+from app.matching.read import parse_lines as _parse_lines
 from engine.evaluate import StreamedMatch
 from engine.events import SLOW, Event, EventDecoder, Stamp, fast_value, loads_exact, loads_json
 from engine.language.packs import load_pack

@@ -111,7 +111,7 @@ PACK = str(Path(__file__).resolve().parent / "data" / "pack.yaml")
 
 def expected_transitions(pack_path: str, events: list[dict[str, Any]]) -> list[Any]:
     """The alert transitions ``hcep match --alerts`` decides for ``events`` (what one ``hcep run`` must send)."""
-    from app.commands.match import judge
+    from app.matching.judge import judge
     from engine.events import event_from_json
     from engine.language.packs import load_pack
 
@@ -129,7 +129,7 @@ def expected_record_ids(pack_path: str, events: list[dict[str, Any]]) -> set[str
     import math
 
     from app.checkpoint import record_id
-    from app.commands.match import RUN_MAX_DELTA
+    from app.matching.judge import RUN_MAX_DELTA
     from app.pack_runner import PackRunner
     from engine.events import event_from_json
     from engine.language.packs import load_pack

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.commands.match import judge
+from app.matching.judge import judge
 from engine import event_from_json
 from engine.language.packs import load_pack
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from app.commands.match import judge
+from app.matching.judge import judge
 from engine.language.packs import load_pack
 
 PACK = Path(__file__).resolve().parents[2] / "queries" / "hadoop.yaml"

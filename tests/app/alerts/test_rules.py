@@ -224,7 +224,7 @@ def test_rule_structure_errors() -> None:
 
 
 def test_the_hadoop_pack_rules_load() -> None:
-    from app.commands.match import data_path
+    from app.matching.packs import data_path
 
     pack = load_pack(data_path("hadoop.yaml"))
     rules = {r.name: r for r in pack.rules()}

@@ -54,7 +54,7 @@ def test_spark_pack_batch_equals_match(spark, name: str, tmp_path: Path, capsys)
 def test_edge_pack_over_two_inputs(spark, generated: Path, tmp_path: Path, capsys) -> None:
     """Keyless-only matches, negations across partitions, contiguity strategies, unpartitioned queries, a distinct
     value shared by partitions; two inputs concatenated (input positions continue across them)."""
-    from app.commands.match import load_pack
+    from app.matching.packs import load_pack
     from app.spark.batch import compile_plan, plans_from_pack
     from app.spark.batch_plan import plan_families
     from app.spark.tracegen import TraceConfig, trace
@@ -83,7 +83,7 @@ def test_edge_pack_over_two_inputs(spark, generated: Path, tmp_path: Path, capsy
 
 def test_unpartitioned_when_runs_can_start_keyless(spark, capsys) -> None:
     """Input statistics decide: a skip_till_next_match query whose first type lacks the key runs in one group."""
-    from app.commands.match import load_pack
+    from app.matching.packs import load_pack
     from app.spark.batch import compile_plan, plans_from_pack
     from app.spark.batch_plan import InputStats, plan_families
 

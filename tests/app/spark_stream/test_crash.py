@@ -126,7 +126,7 @@ def test_sigterm_then_kill_9_then_restart(cluster_events: list[dict], tmp_path: 
 def _judged(records: list[dict]) -> Counter:
     """The transitions the pack's rules give for these records, judged one by one (labels, resolved or not)."""
     from app.alerts.rules import AlertEngine
-    from app.commands.match import load_pack
+    from app.matching.packs import load_pack
 
     engine = AlertEngine(load_pack(PACK))
     out = Counter()

@@ -61,7 +61,7 @@ class _Frame:
 
 
 def test_a_batch_is_committed_once(tmp_path: Path) -> None:
-    from app.commands.match import load_pack
+    from app.matching.packs import load_pack
     from app.spark.stream.sink import StreamSink, read_dead, read_records, totals
 
     pack = load_pack(PACK)
@@ -80,7 +80,7 @@ def test_a_batch_is_committed_once(tmp_path: Path) -> None:
 
 
 def test_the_dashboard_reads_a_stream_output(tmp_path: Path) -> None:
-    from app.commands.match import load_pack
+    from app.matching.packs import load_pack
     from app.spark.stream.sink import StreamSink
     from dashboards.backends.archive import ArchiveBackend
 

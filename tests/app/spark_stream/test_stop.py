@@ -60,7 +60,7 @@ class _HeldFrame:
 
 def _batch_in_sink(tmp_path: Path) -> tuple[Any, _HeldFrame, threading.Thread]:
     """A sink with batch 0 inside it, held there (the sink, the batch's frame, its thread)."""
-    from app.commands.match import load_pack
+    from app.matching.packs import load_pack
     from app.spark.stream.sink import StreamSink
 
     sink = StreamSink(str(tmp_path), load_pack(PACK), 0.1)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from app.alerts.rules import EVIDENCE_IDS
-from app.commands.match import RUN_MAX_DELTA
+from app.matching.judge import RUN_MAX_DELTA
 from app.store import store_path
 from app.stream.loop import Service
 from app.stream.memory import MemorySink, MemorySource
