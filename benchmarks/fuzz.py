@@ -473,7 +473,7 @@ def _line_seeds(name: str) -> Callable[[], list[bytes]]:
 
 
 def _jhist_seeds() -> list[bytes]:
-    from tests.collectors.hadoop_testkit import json_jhist_to_binary
+    from benchmarks.jhist_binary import json_jhist_to_binary
 
     text = next(SAMPLES.glob("*.jhist")).read_text()
     head = text.split("\n")[:2]
