@@ -27,6 +27,8 @@ INF = math.inf
 
 #: (t, source rank, partition, offset, index in the message): the release order.
 Key = tuple[float, int, int, int, int]
+#: A buffered event: its key ``(t, rank, partition, offset, index)`` then the event.
+Entry = tuple[float, int, int, int, int, Any]
 
 
 class RebuildTracker:
@@ -42,7 +44,8 @@ class RebuildTracker:
     __slots__ = ("entries", "bucket", "max_before", "next_offset")
 
     def __init__(self, next_offset: int, max_before: float = NEG_INF, bucket: int = 10) -> None:
-        self.entries: deque[list] = deque()
+        # Segments ``[first offset, bound (ticks), largest time]``: mutable, the last one's time rises in place.
+        self.entries: deque[list[Any]] = deque()
         self.bucket = bucket
         self.max_before = max_before
         self.next_offset = next_offset
@@ -89,7 +92,7 @@ class Watermark:
         self.idle_timeout = idle_timeout
         self.ticks_per_second = 1.0 / tick
         self.parts: dict[Hashable, _Part] = {}
-        self.heap: list[tuple] = []
+        self.heap: list[Entry] = []
         self.released: Key | None = None  # key of the last released event
         self.value = NEG_INF  # the watermark (ticks) of the last release
         self.resumed_at = NEG_INF  # when a partition last spoke again after idling (see live_frontier)
@@ -182,11 +185,11 @@ class Watermark:
                 low = v
         return low
 
-    def release(self, wm: float, until: Key | None = None) -> list[tuple]:
+    def release(self, wm: float, until: Key | None = None) -> list[Entry]:
         """Pop, in key order, the buffered entries ``(t, rank, partition, offset, index, ev)`` with ``t < wm`` (and key
         ``<= until`` when given)."""
         heap = self.heap
-        out: list[tuple] = []
+        out: list[Entry] = []
         while heap:
             top = heap[0]
             if top[0] >= wm:
