@@ -13,20 +13,21 @@ What it does:
 2. **Converts** our events (JSON lines, docs/semantics.md section 1) to its input (``HadoopEvent`` / ``GangliaEvent``
    lines: ``h,ms,Type,jobId,taskId,attempt,node,value,segments`` and ``g,ms,Type,node,value``): the authors' type
    names (``MapPeriod``, ``PullPeriod``, ``HadoopDataActivity``, ``balance``, ``balance-standarddeviation``...),
-   job/task/host ids numbered, periods in ms, ``DataIO`` sizes in KiB (its values are Java ints), ``LoadStd`` in
-   thousandths.  Raw ``Metric`` events are not converted: no query reads them.
-3. **Runs** Q1-Q6 of ``queries/hadoop.yaml`` and ``Q4flat`` on both.  The NFA files follow the authors' own
-   ``queries/hadoop/final/*.nfa`` with our pack's strategies, windows and predicates (Q1/Q2 collapsed output, Q3
-   ``c.period > 2 * avg(b[].period)`` as theirs, Q4 a trailing Kleene under skip-till-next-match, Q5/Q6 with the
-   ``task_id`` equality as a predicate: Ganglia events carry none).  ``Q4flat`` is Q4's record stream without a
-   Kleene set: ``SEQ(JobStart a, DataIO b)`` per job, a record per ``DataIO`` (on ours: our Q4 with its increments
-   against it, the same records count).  SASE++ is timed by its own profiler (``Total Running Time``: the engine's
-   run over the loaded stream; the best of ``--repeat`` runs in one JVM, so the JIT has warmed up); ours by CPU
-   seconds of feeding the decoded events (``StreamedMatch``, sorted, records built; the best of ``--repeat``).
+   job/task/host ids numbered, periods in ms (pulls in half-ms), ``DataIO`` sizes in KiB (its values are Java ints),
+   ``LoadStd`` in thousandths, the job number also in the ``segments`` column (the engine cannot read ``jobId``:
+   ``sasepp_queries``).  Raw ``Metric`` events are not converted: no query reads them.
+3. **Runs** Q1-Q6 of ``queries/hadoop.yaml`` and ``Q4flat`` on both: the NFA files, the UI's flags and why each is
+   written so are in ``benchmarks/peers/sasepp_queries.py`` (postponing for a Kleene state followed by another type,
+   one partition for Q5/Q6, Q4's prefixes with a final singleton).  SASE++ is timed by its own profiler (``Total
+   Running Time``: wall clock of the engine over the loaded stream; the best of ``--repeat`` runs in one JVM, so the
+   JIT has warmed up); ours by CPU seconds of feeding the decoded events (``StreamedMatch``, sorted, records built,
+   growing runs as increments; the best of ``--repeat``), wall seconds beside it.
 
-The two engines do not compute the same thing for every query: on imprecise events (``delta``) ours evaluates
-skip_till_any_match queries under possible-worlds semantics with exact confidences (Q1, Q2, Q5, Q6), SASE++'s
-precise engine on timestamps.  The match counts are printed beside the rates.  Figures are printed, never asserted.
+SASE++ evaluates timestamps as given; so, by default, do we: our side reads the same events without ``delta``
+(precise) at a 1 ms tick, the resolution of SASE++'s timestamps, so that the match counts can be compared
+(``--imprecise``: our events as collected, at the pack's tick, with exact confidences under possible-worlds
+semantics for Q1, Q2, Q5, Q6: a different computation, whose counts need not agree).  The counts are compared as
+``sasepp_queries.Row.compare`` says; figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks.peers.sasepp_queries import ROWS, Row
 
 ROOT = Path(__file__).resolve().parents[2]
 MIRROR = Path("/work/.mirror/haopeng+sase-advanced/repo")
@@ -58,67 +61,10 @@ HADOOP_TYPES = {
     "DataPull": "PullPeriod",
     "DataIO": "HadoopDataActivity",
 }
-DAY, TEN_MIN = 86_400_000, 600_000
-#: name -> (NFA text, collapsed output)
-QUERIES: dict[str, tuple[str, bool]] = {
-    "Q1": (
-        f"selectionStrategy = skip-till-any-match | timeWindow = {DAY} | partitionAttribute = jobId\n"
-        "State=1 & type = normal & eventtype = JobStart | edgetype = begin\n"
-        "State=2 & type = kleeneClosure & eventtype = MapPeriod | edgetype = begin | edgetype = take"
-        " | edgetype = proceed\n"
-        "State=3 & type = normal & eventtype = JobFinish | edgetype = begin\nend\n",
-        True,
-    ),
-    "Q2": (
-        f"selectionStrategy = skip-till-any-match | timeWindow = {DAY} | partitionAttribute = jobId\n"
-        "State=1 & type = normal & eventtype = JobStart | edgetype = begin\n"
-        "State=2 & type = kleeneClosure & eventtype = ReducePeriod | edgetype = begin | edgetype = take"
-        " | edgetype = proceed\n"
-        "State=3 & type = normal & eventtype = JobFinish | edgetype = begin\nend\n",
-        True,
-    ),
-    "Q3": (
-        f"selectionStrategy = skip-till-next-match | timeWindow = {TEN_MIN} | partitionAttribute = taskId\n"
-        "State=1 & type = normal & eventtype = ReduceStart | edgetype = begin\n"
-        "State=2 & type = kleeneClosure & eventtype = PullPeriod | edgetype = begin | edgetype = take"
-        " | edgetype = proceed\n"
-        "State=3 & type = normal & eventtype = PullPeriod | edgetype = begin & value / 2 > AVG($2.value)\nend\n",
-        False,
-    ),
-    "Q4": (
-        f"selectionStrategy = skip-till-next-match | timeWindow = {DAY} | partitionAttribute = jobId\n"
-        "State=1 & type = normal & eventtype = JobStart | edgetype = begin\n"
-        "State=2 & type = kleeneClosure & eventtype = HadoopDataActivity | edgetype = begin | edgetype = take"
-        " | edgetype = proceed\nend\n",
-        False,
-    ),
-    "Q4flat": (
-        f"selectionStrategy = skip-till-any-match | timeWindow = {DAY} | partitionAttribute = jobId\n"
-        "State=1 & type = normal & eventtype = JobStart | edgetype = begin\n"
-        "State=2 & type = normal & eventtype = HadoopDataActivity | edgetype = begin\nend\n",
-        False,
-    ),
-    "Q5": (
-        f"selectionStrategy = skip-till-any-match | timeWindow = {TEN_MIN}\n"
-        "State=1 & type = normal & eventtype = balance | edgetype = begin & value == 1\n"
-        "State=2 & type = normal & eventtype = ReduceStart | edgetype = begin\n"
-        "State=3 & type = kleeneClosure & eventtype = balance | edgetype = begin & value == 0"
-        " | edgetype = take & value == 0 | edgetype = proceed & value == 0\n"
-        "State=4 & type = normal & eventtype = ReduceFinish | edgetype = begin & taskId == $2.taskId\n"
-        "State=5 & type = normal & eventtype = balance | edgetype = begin & value == 1\nend\n",
-        False,
-    ),
-    "Q6": (
-        f"selectionStrategy = skip-till-any-match | timeWindow = {TEN_MIN}\n"
-        "State=1 & type = normal & eventtype = ReduceStart | edgetype = begin\n"
-        "State=2 & type = kleeneClosure & eventtype = balance-standarddeviation | edgetype = begin"
-        " | edgetype = take & value >= $previous.value | edgetype = proceed\n"
-        "State=3 & type = normal & eventtype = ReduceFinish | edgetype = begin & taskId == $1.taskId\nend\n",
-        False,
-    ),
-}
-#: Our query each row runs (Q4flat: our Q4, whose increments are a record per DataIO as Q4flat's matches are).
-OURS = {"Q4flat": "Q4"}
+#: Our ticks at which SASE++'s timestamps (ms) are read: no two events it orders are concurrent for us.
+MS_TICK = 0.001
+#: Event attributes our side drops to evaluate the events as SASE++ does (precise timestamps).
+INTERVAL_KEYS = ("delta", "lo", "hi")
 
 
 def build(mirror: Path, cache: Path) -> Path:
@@ -157,19 +103,20 @@ def _number(value: Any, table: dict[Any, int]) -> int:
     return table[value]
 
 
-def convert(events: list[dict[str, Any]], out: Path) -> int:
-    """Our events (time order) as SASE++ input lines; returns how many were written."""
+def convert(events: list[dict[str, Any]], out: Path) -> list[str]:
+    """Our events (time order, each with an ``id``) as SASE++ input lines in ``out``; the ``id`` of each line's event
+    (SASE++ numbers events by line: a printed match's ``Id=n`` is ``ids[n]``)."""
     jobs: dict[Any, int] = {}
     tasks: dict[Any, int] = {}
     hosts: dict[Any, int] = {}
     t0 = events[0]["ts"] if events else 0.0
-    lines = []
+    lines, ids = [], []
     for e in events:
         t = e["type"]
         ms = int(round((e["ts"] - t0) * 1000))
         if t in HADOOP_TYPES:
-            if t in ("Mapper", "Reducer", "DataPull"):
-                val = int(round(float(e.get("period") or 0) * 1000))
+            if t in ("Mapper", "Reducer", "DataPull"):  # ms; pulls in half-ms (Q3's value / 2: sasepp_queries)
+                val = int(round(float(e.get("period") or 0) * (2000 if t == "DataPull" else 1000)))
             elif t == "DataIO":
                 val = max(min(int(e.get("size") or 0) // 1024, 2**31 - 1), -(2**31))
             else:
@@ -179,29 +126,34 @@ def convert(events: list[dict[str, Any]], out: Path) -> int:
                 _number(e.get("task_id"), tasks),
                 _number(e.get("host"), hosts),
             )
-            lines.append(f"h,{ms},{HADOOP_TYPES[t]},{job},{task},0,{host},{val},0\n")
+            lines.append(f"h,{ms},{HADOOP_TYPES[t]},{job},{task},0,{host},{val},{job}\n")
         elif t == "LoadStd":
             lines.append(f"g,{ms},balance-standarddeviation,0,{int(round(float(e['val']) * 1000))},\n")
         elif t in ("Balance", "Imbalance"):
             lines.append(f"g,{ms},balance,0,{1 if t == 'Balance' else 0},\n")
+        else:
+            continue
+        ids.append(str(e["id"]))
     out.write_text("".join(lines))
-    return len(lines)
+    return ids
 
 
 def run_sasepp(
-    cp: Path, nfa: Path, stream: Path, collapsed: bool, repeat: int, budget: float
-) -> tuple[float, int, int]:
-    """(best engine seconds, events processed, matches) of SASE++ over ``stream``.
+    cp: Path, nfa: Path, stream: Path, row: Row, repeat: int, budget: float, printed: bool = False
+) -> tuple[float, int, int, Path]:
+    """(best engine seconds, events processed, matches, the output file) of SASE++ over ``stream`` with ``row``'s
+    flags; ``printed``: the UI prints every match (its events' ``Id``s), for :func:`signatures`.
 
     Its main starts a non-daemon profiling timer and leaves by ``System.exit`` at the end, so when it throws (an NFA
     it cannot run) the JVM would wait for ever: the run is stopped at the exception, or after ``budget`` seconds."""
-    args = ["java", "-Xmx4g", "-cp", str(cp), MAIN, str(nfa), str(stream), "0", "0", "0", "1" if collapsed else "0"]
+    flags = ["1" if printed else "0", "1" if row.postpone else "0", "0", "1" if row.collapsed else "0", str(repeat)]
+    args = ["java", "-Xmx4g", "-cp", str(cp), MAIN, str(nfa), str(stream), *flags]
     out_file, err_file = nfa.with_suffix(".out"), nfa.with_suffix(".err")
     with out_file.open("w") as out, err_file.open("w") as err:
-        proc = subprocess.Popen([*args, str(repeat)], stdout=out, stderr=err)
+        proc = subprocess.Popen(args, stdout=out, stderr=err)
         started = time.monotonic()
         while proc.poll() is None:
-            time.sleep(0.5)
+            time.sleep(0.2)
             failed = 'Exception in thread "main"' in err_file.read_text(errors="replace")
             if failed or time.monotonic() - started > budget:
                 proc.kill()
@@ -214,26 +166,105 @@ def run_sasepp(
         raise RuntimeError(f"SASE++ gave no timing: {err_file.read_text(errors='replace')[-300:]}")
     events = re.findall(r"Number Of Events Processed: (\d+)", text)
     matches = re.findall(r"Number Of Matches Found: (\d+)", text)
-    return min(times) / 1e9, int(events[-1]) if events else 0, int(matches[-1]) if matches else -1
+    return min(times) / 1e9, int(events[-1]) if events else 0, int(matches[-1]) if matches else -1, out_file
 
 
-def run_ours(name: str, path: Path, repeat: int) -> tuple[float, int, int]:
-    """(best CPU seconds of matching, events, records) of our engine: the query as the pack says, decoded events."""
-    from app.matching.read import read_events
-    from engine.evaluate import StreamedMatch
+def signatures(printed: str, ids: list[str]) -> list[frozenset[str]]:
+    """The matches of a printed SASE++ run (one repeat) as sets of our event ids."""
+    blocks = re.split(r"-+Here is the No\.\d+ match-+", printed)[1:]
+    return [frozenset(ids[int(n)] for n in re.findall(r"^EventType=\S+\tId=(\d+)", b, re.M)) for b in blocks]
+
+
+def _our_query(name: str, tick: float | None) -> tuple[Any, float]:
+    """Our query ``name`` of the pack compiled at ``tick`` (None: the pack's), and that tick."""
     from engine.language.packs import load_pack
     from engine.plan.compiler import compile_spec
 
     pack = load_pack(str(ROOT / "queries" / "hadoop.yaml"))
     spec = next(q for q in pack.queries if q.name == name)
-    cq = compile_spec(spec, pack.tick)
-    events = read_events(path, float(pack.tick), 7.5)
-    best, records = float("inf"), 0
+    tick = float(pack.tick) if tick is None else tick
+    return compile_spec(spec, tick), tick
+
+
+def our_records(name: str, path: Path, tick: float | None = MS_TICK, increments: bool = False) -> list[Any]:
+    """Our records of query ``name`` over ``path`` (whole signatures unless ``increments``)."""
+    from app.matching.read import read_events
+    from engine.evaluate import StreamedMatch
+
+    cq, tick = _our_query(name, tick)
+    return list(StreamedMatch([cq], read_events(path, tick, 7.5), increments=increments))
+
+
+def run_ours(name: str, path: Path, repeat: int, tick: float | None = MS_TICK) -> tuple[float, float, int, Counts]:
+    """(best CPU seconds of matching, best wall seconds, events, counts) of our engine: the query as the pack says,
+    decoded events, growing runs as increments (as ``hcep match`` writes them)."""
+    from app.matching.read import read_events
+    from engine.evaluate import StreamedMatch
+
+    cq, tick = _our_query(name, tick)
+    events = read_events(path, tick, 7.5)
+    best, wall, counts = float("inf"), float("inf"), Counts()
     for _ in range(repeat):
-        t0 = time.process_time()
-        records = sum(1 for _ in StreamedMatch([cq], events, increments=True))
-        best = min(best, time.process_time() - t0)
-    return best, len(events), records
+        t0, w0 = time.process_time(), time.perf_counter()
+        counts = Counts()
+        for rec in StreamedMatch([cq], events, increments=True):
+            counts.add(rec)
+        best, wall = min(best, time.process_time() - t0), min(wall, time.perf_counter() - w0)
+    return best, wall, len(events), counts
+
+
+class Counts:
+    """Our records counted the ways :class:`sasepp_queries.Row` compares them."""
+
+    def __init__(self) -> None:
+        self.records = self.extending = 0
+        self.firsts: set[str] = set()
+
+    def add(self, rec: dict[str, Any]) -> None:
+        """Count one record."""
+        self.records += 1
+        self.extending += "extends" in rec
+        first = next(iter(rec["match"].values()))
+        self.firsts.add(first[0])
+
+    def compared(self, compare: str) -> int:
+        """The count ``compare`` reads: ``extends`` the extending records, ``first`` one per run, else all."""
+        if compare == "extends":
+            return self.extending
+        return len(self.firsts) if compare == "first" else self.records
+
+
+def prepare(events: list[dict[str, Any]], work: Path, imprecise: bool = False) -> tuple[Path, list[str], Path]:
+    """Both inputs in ``work``: SASE++'s stream (and the id of each of its lines) and our JSON lines of the same
+    events, in the same order (time order; an ``id`` given to each event that has none), precise unless
+    ``imprecise``."""
+    events = sorted(events, key=lambda e: e["ts"])
+    for i, e in enumerate(events):
+        e.setdefault("id", str(i))
+    work.mkdir(parents=True, exist_ok=True)
+    stream = work / "stream.txt"
+    ids = convert(events, stream)
+    kept = [e for e in events if e["type"] in HADOOP_TYPES or e["type"] in ("LoadStd", "Balance", "Imbalance")]
+    if not imprecise:
+        kept = [{k: v for k, v in e.items() if k not in INTERVAL_KEYS} for e in kept]
+    ours = work / "events.jsonl"
+    ours.write_text("".join(json.dumps(e) + "\n" for e in kept))
+    return stream, ids, ours
+
+
+def sasepp_compared(row: Row, printed: str, ids: list[str], by_id: dict[str, dict[str, Any]]) -> tuple[int, str]:
+    """SASE++'s count as ``row.compare`` reads a printed run's matches, and a note: ``distinct``, the distinct
+    ``task_id`` of their ``ReducerStart`` (Q5 and Q6 as our ``output: distinct`` counts them: SASE++ prints every
+    combination of the surrounding events); ``first``, those within the NFA's window (SASE++ does not check it when a
+    run proceeds)."""
+    sigs = signatures(printed, ids)
+    if row.compare == "distinct":
+        starts = (by_id[i] for sig in sigs for i in sig)
+        return len({e.get("task_id") for e in starts if e["type"] == "ReducerStart"}), f"{len(sigs):,} matches"
+    window = int(re.findall(r"timeWindow = (\d+)", row.nfa)[0])
+    spans = [round(max(by_id[i]["ts"] for i in s) * 1000) - round(min(by_id[i]["ts"] for i in s) * 1000) for s in sigs]
+    within = sum(1 for span in spans if span <= window)
+    return within, f"{len(sigs) - within} beyond the window"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -243,36 +274,43 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mirror", type=Path, default=MIRROR, help="git dir of github.com/haopeng/sase-advanced")
     ap.add_argument("--rows", help="these queries only (comma-separated)")
     ap.add_argument("--budget", type=float, default=600.0, help="seconds a SASE++ run may take (all its repeats)")
+    ap.add_argument("--imprecise", action="store_true", help="our events with their delta, at the pack's tick")
+    ap.add_argument("--work", type=Path, default=CACHE / "run", help="directory of the converted inputs and outputs")
     args = ap.parse_args(argv)
     cp = build(args.mirror, CACHE)
     events = [json.loads(line) for line in args.events.read_text().splitlines() if line.strip()]
-    events.sort(key=lambda e: e["ts"])
-    work = CACHE / "run"
-    work.mkdir(parents=True, exist_ok=True)
-    stream = work / "stream.txt"
-    n = convert(events, stream)
-    ours_input = work / "events.jsonl"  # the same events on our side (the converted types only)
-    kept = [e for e in events if e["type"] in HADOOP_TYPES or e["type"] in ("LoadStd", "Balance", "Imbalance")]
-    ours_input.write_text("".join(json.dumps(e) + "\n" for e in kept))
-    print(f"SASE++ peer on {args.events} ({n:,} events converted, Metric left out); best of {args.repeat}")
-    rows = args.rows.split(",") if args.rows else list(QUERIES)
-    cols = ["query", "SASE++ s", "SASE++ events/s", "SASE++ matches", "ours CPU s", "ours events/s", "ours records"]
-    print("| " + " | ".join([*cols, "ours / SASE++"]) + " |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name in rows:
-        text, collapsed = QUERIES[name]
-        nfa = work / f"{name}.nfa"
-        nfa.write_text(text)
+    stream, ids, ours_input = prepare(events, args.work, args.imprecise)
+    by_id = {str(e["id"]): e for e in events}
+    tick = None if args.imprecise else MS_TICK
+    n = len(ids)
+    mode = "imprecise, the pack's tick" if args.imprecise else "precise, 1 ms tick"
+    print(f"SASE++ peer on {args.events} ({n:,} events converted, Metric left out; ours {mode}); best of {args.repeat}")
+    cols = ["query", "SASE++ s", "SASE++ events/s", "SASE++ matches", "ours CPU s", "ours wall s", "ours events/s"]
+    print("| " + " | ".join([*cols, "ours records", "compared: SASE++ / ours", "ours / SASE++"]) + " |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    for name in args.rows.split(",") if args.rows else list(ROWS):
+        row = ROWS[name]
+        nfa = args.work / f"{name}.nfa"
+        nfa.write_text(row.nfa)
+        os_, ow, on, counts = run_ours(row.ours, ours_input, args.repeat, tick)
+        ours_count = counts.compared(row.compare)
         try:
-            js, jn, jm = run_sasepp(cp, nfa, stream, collapsed, args.repeat, args.budget)
+            js, jn, jm, out = run_sasepp(cp, nfa, stream, row, args.repeat, args.budget)
+            jc, note = jm, ""
+            if row.compare in ("distinct", "first"):  # a printed run, not timed
+                printed = run_sasepp(cp, nfa, stream, row, 1, args.budget, printed=True)[3]
+                jc, note = sasepp_compared(row, printed.read_text(errors="replace"), ids, by_id)
+                note = f"; SASE++ {note}"
+            compared = f"{jc:,} {'=' if jc == ours_count else '!='} {ours_count:,} ({row.compare}{note})"
         except RuntimeError as err:
-            js, jn, jm = float("nan"), n, -1
+            js, jn, jm, compared = float("nan"), n, -1, "-"
             print(f"{name}: {err}", file=sys.stderr)
-        os_, on, om = run_ours(OURS.get(name, name), ours_input, args.repeat)
+        om = counts.records
         jrate = jn / js if js == js and js > 0 else float("nan")
         orate = on / os_ if os_ > 0 else float("nan")
         print(
-            f"| {name} | {js:.3f} | {jrate:,.0f} | {jm:,} | {os_:.3f} | {orate:,.0f} | {om:,} | {orate / jrate:.2f}x |",
+            f"| {name} | {js:.3f} | {jrate:,.0f} | {jm:,} | {os_:.3f} | {ow:.3f} | {orate:,.0f} | {om:,} | {compared}"
+            f" | {orate / jrate:.2f}x |",
             flush=True,
         )
     return 0
