@@ -20,58 +20,71 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _quote  # what json.dumps quotes a str with (ensure_ascii)
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
+
+#: One match record, the JSON object of docs/semantics.md section 5, and the one type a record has from the engine
+#: to the store and the wire: the engine's evaluators build it (``engine.evaluator.Record``), the stream service stores
+#: it as it comes (:class:`contracts.schema.MatchRow`), ``hcep match`` writes it, and the dashboard, the alert rules
+#: and the matches topic read it back.  A ``TypedDict`` rather than a class because a record *is* that JSON object:
+#: the engine's hot path builds plain dicts (a class, or a copy at the app's door, cost every record a conversion),
+#: ``json.dumps`` writes it without one, and the type checker still knows every key.  ``return`` is a Python keyword,
+#: hence the functional form.  ``match``: for a pattern, the event ids per variable (a Kleene list in record order;
+#: an increment lists only the events since the record it ``extends``, section 5.3); for a trend aggregate, the
+#: group's attribute values (section 5.4).  ``id`` and ``extends``: only the records of growing runs carry them.
+MatchRecord = TypedDict(
+    "MatchRecord",
+    {
+        "query": str,
+        "id": NotRequired[str],
+        "extends": NotRequired[str],
+        "match": dict[str, Any],
+        "confidence": float,
+        "start": float,
+        "end": float,
+        "return": dict[str, Any],
+    },
+)
 
 
-@dataclass(frozen=True, slots=True)
-class MatchRecord:
-    """One match: the event ids bound to each pattern variable, its confidence, its time span and RETURN values."""
-
-    query: str
-    match: dict[str, list[str]]
-    confidence: float
-    start: float
-    end: float
-    returns: dict[str, Any] = field(default_factory=dict)
-    id: str | None = None  #: the record id, carried by the records of a growing run (docs/semantics.md section 5)
-    extends: str | None = None  #: the id of the run's previous record, which this one extends
-
-    @classmethod
-    def from_dict(cls, obj: dict[str, Any]) -> MatchRecord:
-        """From the JSON object of docs/semantics.md section 5 (``return`` is a Python keyword, hence ``returns``)."""
-        return cls(
-            str(obj["query"]),
-            dict(obj.get("match") or {}),
-            float(obj.get("confidence", 1.0)),
-            float(obj.get("start", 0.0)),
-            float(obj.get("end", 0.0)),
-            dict(obj.get("return") or {}),
-            _opt_str(obj.get("id")),
-            _opt_str(obj.get("extends")),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"query": self.query}
-        if self.id is not None:
-            out["id"] = self.id
-        if self.extends is not None:
-            out["extends"] = self.extends
-        out.update({"match": self.match, "confidence": self.confidence, "start": self.start, "end": self.end})
-        out["return"] = self.returns
-        return out
+def from_dict(obj: Mapping[str, Any]) -> MatchRecord:
+    """A record read back (a store of any age, a JSON line, the matches topic): the keys of section 5 in their order,
+    numbers as floats, a missing ``match``/``return`` empty, a missing confidence 1 and a missing time 0; ``id`` and
+    ``extends`` kept when they are strings (stores written before growing runs have neither)."""
+    out: dict[str, Any] = {"query": str(obj["query"])}
+    for key in ("id", "extends"):
+        value = obj.get(key)
+        if isinstance(value, str):
+            out[key] = value
+    out["match"] = dict(obj.get("match") or {})
+    out["confidence"] = float(obj.get("confidence", 1.0))
+    out["start"] = float(obj.get("start", 0.0))
+    out["end"] = float(obj.get("end", 0.0))
+    out["return"] = dict(obj.get("return") or {})
+    return cast(MatchRecord, out)
 
 
-def _opt_str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+def to_dict(record: MatchRecord) -> dict[str, Any]:
+    """The record's JSON object with the keys in section 5's order (query, id, extends, match, confidence, start,
+    end, return), whatever order it was built in: the store's text of a record does not depend on its evaluator."""
+    out: dict[str, Any] = {"query": record["query"]}
+    if "id" in record:
+        out["id"] = record["id"]
+    if "extends" in record:
+        out["extends"] = record["extends"]
+    out["match"] = record["match"]
+    out["confidence"] = record["confidence"]
+    out["start"] = record["start"]
+    out["end"] = record["end"]
+    out["return"] = record["return"]
+    return out
 
 
-def record_id(record: Mapping[str, Any] | MatchRecord, output: str = "all") -> str:
+def record_id(record: Mapping[str, Any], output: str = "all") -> str:
     """The identity of a match record: sha256 of the query and the signature (the sorted event ids per variable) or,
     for ``distinct`` output, of the RETURN value, which is what that mode makes unique.  A record of a growing run
     carries its id (computed over its whole signature, which it does not list): that one is returned."""
-    obj = record.to_dict() if isinstance(record, MatchRecord) else record
+    obj = record
     carried = obj.get("id")
     if isinstance(carried, str):
         return carried

@@ -27,7 +27,7 @@ import json
 from typing import Any, NamedTuple
 
 from contracts.alerts import Alert
-from contracts.records import MatchRecord
+from contracts.records import MatchRecord, to_dict
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS matches (
@@ -96,18 +96,18 @@ class MatchRow(NamedTuple):
 
     @classmethod
     def of(cls, record: MatchRecord, rid: str, pack: str, emitted_at: float, instance: str) -> MatchRow:
-        text = json.dumps(record.to_dict(), default=str)
+        text = json.dumps(to_dict(record), default=str)
         return cls(
             rid,
-            record.query,
+            record["query"],
             pack,
-            record.confidence,
-            record.start,
-            record.end,
+            record["confidence"],
+            record["start"],
+            record["end"],
             text,
             emitted_at,
             instance,
-            record.extends,
+            record.get("extends"),
         )
 
 

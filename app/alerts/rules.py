@@ -30,10 +30,10 @@ import json
 import math
 import operator
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from app.alerts.evidence import EvidenceChains
 from contracts.alerts import Alert, rfc3339
@@ -250,18 +250,16 @@ class AlertEngine:
         self.chains = EvidenceChains(EVIDENCE_IDS)  # growing runs' increments -> whole evidence (semantics section 5)
 
     # ------------------------------------------------------------------ feeding
-    def observe(self, record: dict[str, Any] | MatchRecord, now: float) -> list[Alert]:
+    def observe(self, record: MatchRecord | Mapping[str, Any], now: float) -> list[Alert]:
         """The transitions ``record``, which came out of the engine at stream time ``now``, causes (and any deadline
         passed by ``now``).  ``now`` may lie behind the stream time already reached -- a process that took over
         another's partitions replays their older events -- and the record is then judged at its own time: its holds
         and staleness count from there, and a deadline already passed is met at once."""
-        if isinstance(record, MatchRecord):
-            record = record.to_dict()
         rules = self.by_query.get(record.get("query", ""))
         out = self.advance(now) if now > self.now else []
         if not rules:
             return out
-        record = self.chains.view(record)
+        record = self.chains.view(cast(dict[str, Any], record))  # a record is its JSON object: a dict
         values = record.get("return") or {}
         for rule in rules:
             env = dict(values)
@@ -276,7 +274,7 @@ class AlertEngine:
             out.extend(self._expire(self.now))
         return out
 
-    def observe_many(self, records: Iterable[dict[str, Any] | MatchRecord], now: float) -> list[Alert]:
+    def observe_many(self, records: Iterable[MatchRecord | Mapping[str, Any]], now: float) -> list[Alert]:
         out: list[Alert] = []
         for record in records:
             out.extend(self.observe(record, now))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING, cast
 
 from app.commands.argtypes import (
     OUTPUT_MODES,
@@ -20,6 +21,9 @@ from app.errors import CommandError
 from app.matching.judge import judge
 from app.matching.packs import compiled_with_pack, limits_of, load_pack, max_delta_of, pack_tick
 from app.matching.read import built_types, frozen, read_events
+
+if TYPE_CHECKING:
+    from engine.events import Event
 
 DESCRIPTION = (
     "Match queries over EVENTS.jsonl (one JSON event per line; '-' reads stdin) and print one JSON match record per "
@@ -93,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     events = read_events(args.events, tick, max_delta_of(args, pack), built_types(compiled))
     limits = limits_of(args, pack)
     # Growing runs as increments (docs/semantics.md section 5) unless --full-matches asks for whole signatures.
-    matched = StreamedMatch(compiled, events, limits, increments=not getattr(args, "full_matches", False))
+    full = getattr(args, "full_matches", False)
+    matched = StreamedMatch(compiled, cast("list[Event]", events), limits, increments=not full)  # Stamps pass too
     write = sys.stdout.write
     with frozen():
         for record in matched:  # written as they complete: an exponential output is never held

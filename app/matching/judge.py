@@ -3,17 +3,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, cast
 
 from app.matching.packs import pack_tick
+
+if TYPE_CHECKING:
+    from contracts.alerts import Alert
+    from engine.events import Event, Stamp
+    from engine.language.packs import Pack
+    from engine.limits import Limits
 
 #: The widest half-interval ``hcep run`` accepts by default (ServiceConfig.max_delta): it fixes the imprecise
 #: evaluators' uncertainty bound, and so the moment each record comes out, which ``--alerts`` must reproduce.
 RUN_MAX_DELTA = 7.5
 
 
-def judge(pack: Any, events: list[Any], max_delta: float = RUN_MAX_DELTA, limits: Any = None) -> Iterator[Any]:
+def judge(
+    pack: Pack, events: Sequence[Event | Stamp], max_delta: float = RUN_MAX_DELTA, limits: Limits | None = None
+) -> Iterator[Alert]:
     """The alert transitions ``hcep run`` decides for ``events``: the pack as the service runs it (its own
     strategies, outputs and thresholds, the service's uncertainty bound ``max_delta``, no flush at the end: a live
     stream has no end), the records judged by the pack's alert rules in stream time (the largest event point fed, in
@@ -29,7 +37,8 @@ def judge(pack: Any, events: list[Any], max_delta: float = RUN_MAX_DELTA, limits
     runner = PackRunner(pack, umax, shedding=False, limits=limits, lazy_ids=True, increments=True)
     engine = AlertEngine(pack)
     now = -math.inf
-    for ev in sort_events(events):
+    # Stamps (the clocks of types no query reads) go through as the feeders take them; the engine types them Event.
+    for ev in sort_events(cast("Sequence[Event]", events)):
         t = ev.t * tick  # stream time: the event's point in seconds, as the service counts it
         if t > now:
             now = t

@@ -7,12 +7,15 @@ import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from app.errors import CommandError
 
 if TYPE_CHECKING:
+    from engine.language.ast import Query
     from engine.language.packs import Pack
+    from engine.limits import Limits
+    from engine.plan.compiler import CompiledQuery
 
 DEFAULT_STRATEGY = "skip_till_any_match"
 DEFAULT_OUTPUT = "all"
@@ -21,7 +24,7 @@ DEFAULT_CONFIDENCE = 0.0
 DEFAULT_MAX_DELTA = 7.5
 
 
-def max_delta_of(args: argparse.Namespace, pack: Any = None) -> float:
+def max_delta_of(args: argparse.Namespace, pack: Pack | None = None) -> float:
     """``--max-delta``, else the pack's ``settings.max_delta``, else :data:`DEFAULT_MAX_DELTA` (as ``hcep run``)."""
     from engine.events import MAX_SECONDS
 
@@ -53,7 +56,7 @@ def load_pack(path: str | os.PathLike[str]) -> Pack:
         raise CommandError(f"{path}: cannot read pack: {err.strerror or err}") from None
 
 
-def pack_tick(pack: Any) -> float:
+def pack_tick(pack: Pack) -> float:
     """The pack's tick in seconds (the engine's default when it names none)."""
     from engine import DEFAULT_TICK
 
@@ -62,7 +65,7 @@ def pack_tick(pack: Any) -> float:
 
 
 def compile_spec(
-    query: Any,
+    query: Query | str,
     name: str,
     *,
     strategy: str | None,
@@ -70,12 +73,12 @@ def compile_spec(
     confidence: float | None,
     tick: float,
     describe: Callable[[ValueError], str] = str,
-) -> Any:
+) -> CompiledQuery:
     """Compile one parsed query; a compile error (e.g. ``collapsed`` on an inconsistent predicate) -> CommandError.
 
     ``describe`` turns the engine's error into the message.
     """
-    from engine import compile_query
+    from engine.plan.compiler import compile_query
 
     try:
         return compile_query(
@@ -90,13 +93,13 @@ def compile_spec(
         raise CommandError(describe(err)) from None
 
 
-def compiled_queries(args: argparse.Namespace) -> tuple[list[Any], float]:
+def compiled_queries(args: argparse.Namespace) -> tuple[list[CompiledQuery], float]:
     """The compiled queries the command line asks for and the tick they run at."""
     compiled, tick, _ = compiled_with_pack(args)
     return compiled, tick
 
 
-def compiled_with_pack(args: argparse.Namespace) -> tuple[list[Any], float, Any]:
+def compiled_with_pack(args: argparse.Namespace) -> tuple[list[CompiledQuery], float, Pack | None]:
     """:func:`compiled_queries` and the loaded pack (``None`` with ``--query-text``)."""
     if args.query and not args.pack:
         raise CommandError("hcep match: --query NAME needs --pack FILE")
@@ -148,13 +151,14 @@ def compiled_with_pack(args: argparse.Namespace) -> tuple[list[Any], float, Any]
     return compiled, tick, pack
 
 
-def _query_text_error(err: Any) -> str:
+def _query_text_error(err: ValueError) -> str:
     """A QueryError of --query-text, located in the option rather than in a query called "query"."""
-    where = f", line {err.line}, column {err.column}" if getattr(err, "line", 0) else ""
+    line = getattr(err, "line", 0)
+    where = f", line {line}, column {getattr(err, 'column', 0)}" if line else ""
     return f"hcep match: --query-text{where}: {getattr(err, 'reason', err)}"
 
 
-def limits_of(args: argparse.Namespace, pack: Any = None) -> Any:
+def limits_of(args: argparse.Namespace, pack: Pack | None = None) -> Limits:
     """The pack's ``settings.limits`` (or the defaults) under ``--max-runs-per-key`` / ``--max-runs``."""
     from engine.runtime.limits import LimitsError, from_settings
 

@@ -8,14 +8,18 @@ import gc
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from app.errors import CommandError
+
+if TYPE_CHECKING:
+    from engine.events import Event, EventDecoder, Stamp
+    from engine.plan.compiler import CompiledQuery
 
 
 def read_events(
     path: str | os.PathLike[str], tick: float, max_delta: float | None = None, built: frozenset[str] | None = None
-) -> list[Any]:
+) -> list[Event | Stamp]:
     """Read JSON-lines events from ``path`` (``"-"``: stdin).  Blank lines are skipped.
 
     Raises :class:`CommandError` with ``"FILE:LINE: reason"`` for a line that is not JSON or not a valid event, or
@@ -38,7 +42,7 @@ def read_events(
         raise CommandError(f"{label}: cannot read events: {err.strerror or err}") from None
 
 
-def built_types(cqs: Iterable[Any]) -> frozenset[str] | None:
+def built_types(cqs: Iterable[CompiledQuery]) -> frozenset[str] | None:
     """The event types the compiled queries' evaluators read (None: all), as :class:`engine.evaluate.PackFeeder`
     routes them: an event of any other type only moves their clocks."""
     from engine.evaluate import feed_types
@@ -64,7 +68,7 @@ def decode_line(raw: bytes, first: bool) -> Any:
 BLOCK = 1 << 20
 
 
-def blocks(stream: Any, size: int = BLOCK) -> Iterator[bytes]:
+def blocks(stream: BinaryIO, size: int = BLOCK) -> Iterator[bytes]:
     """The bytes of ``stream`` (binary, ``read(n)``) in blocks of whole lines, about ``size`` bytes each (a longer
     line is one block); the last block may lack its final newline."""
     read = stream.read
@@ -90,13 +94,13 @@ def blocks(stream: Any, size: int = BLOCK) -> Iterator[bytes]:
 
 
 def parse_blocks(
-    stream: Any, label: str, decoder: Any, built: frozenset[str] | None = None, size: int = BLOCK
-) -> list[Any]:
+    stream: BinaryIO, label: str, decoder: EventDecoder, built: frozenset[str] | None = None, size: int = BLOCK
+) -> list[Event | Stamp]:
     """Decode every line with ``decoder`` (an :class:`engine.events.EventDecoder`), ``size`` bytes at a time; the
     first bad line is an error, named by its line number."""
     from engine.events import LineError
 
-    events: list[Any] = []
+    events: list[Event | Stamp] = []
     lineno = 0
     with no_collection():  # events hold no cycles: collections while they pile up would only scan them again
         for block in blocks(stream, size):
@@ -133,11 +137,11 @@ def frozen() -> Iterator[None]:
     yield
 
 
-def parse_lines(stream: Iterable[bytes], label: str, decoder: Any) -> list[Any]:
+def parse_lines(stream: Iterable[bytes], label: str, decoder: EventDecoder) -> list[Event]:
     """Decode every line with ``decoder`` (an :class:`engine.events.EventDecoder`); the first bad one is an error."""
     from engine.events import EventError
 
-    events: list[Any] = []
+    events: list[Event] = []
     for lineno, raw in enumerate(stream, 1):
         try:
             obj = decoder.loads(raw, lineno == 1)

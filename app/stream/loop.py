@@ -23,7 +23,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from app.alerts.rules import AlertEngine
 from app.alerts.webhook import AlertSender
@@ -459,16 +459,9 @@ class Service:
         pack = self.pack.name
         outputs = self.outputs
         for spec, raw in out:
-            record = MatchRecord(
-                raw["query"],
-                raw["match"],
-                raw["confidence"],
-                raw["start"],
-                raw["end"],
-                raw["return"],
-                raw.get("id"),
-                raw.get("extends"),
-            )
+            # The engine's record is the JSON object MatchRecord types (semantics section 5): stored and judged as
+            # it comes, not copied.  A cast while the engine's Record alias is still a plain dict.
+            record = cast(MatchRecord, raw)
             outputs.record(record, spec.output, pack, now)
             if spec.name in rules.queries:
                 alerts.extend(rules.observe(record, now_s))

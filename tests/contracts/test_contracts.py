@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from contracts.alerts import Alert, fingerprint, parse_rfc3339, rfc3339, transition_id
-from contracts.records import MatchRecord, record_id
+from contracts.records import from_dict, record_id, to_dict
 from contracts.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION
 from contracts.store import StoreReader
 
@@ -34,9 +34,30 @@ def test_record_id_depends_on_the_signature_only_and_is_order_free() -> None:
 
 
 def test_match_record_round_trips_the_spec_json() -> None:
-    rec = MatchRecord.from_dict(RECORD)
-    assert rec.returns == RECORD["return"] and rec.to_dict() == RECORD
+    rec = from_dict(RECORD)
+    assert rec["return"] == RECORD["return"] and to_dict(rec) == RECORD and rec == RECORD
     assert record_id(rec) == record_id(RECORD)
+
+
+def test_an_old_store_record_is_read_with_the_defaults() -> None:
+    """A record written before growing runs (no id, no extends) or by an older writer (ints for floats, keys in
+    another order, no return) reads back as a whole record, its keys in section 5's order."""
+    old = {"return": None, "end": 7, "start": 3, "match": {"a": ["e1"]}, "query": "Q1"}
+    rec = from_dict(old)
+    assert list(rec) == ["query", "match", "confidence", "start", "end", "return"]
+    assert rec == {"query": "Q1", "match": {"a": ["e1"]}, "confidence": 1.0, "start": 3.0, "end": 7.0, "return": {}}
+    assert isinstance(rec["start"], float) and record_id(rec) == record_id(old)
+    grown = {"match": {"a": ["e1"]}, "extends": "p", "id": "i", "query": "Q4", "confidence": 1, "start": 0, "end": 1}
+    assert list(to_dict(from_dict(grown))) == [
+        "query",
+        "id",
+        "extends",
+        "match",
+        "confidence",
+        "start",
+        "end",
+        "return",
+    ]
 
 
 def test_alert_shapes_and_transition_ids() -> None:

@@ -13,12 +13,13 @@ import pytest
 from contracts.records import (
     ChainError,
     ChainRebuilder,
-    MatchRecord,
     follow_chain,
+    from_dict,
     increment_id,
     merge_chain,
     rebuild,
     record_id,
+    to_dict,
 )
 from tests.differential.outputs import INPUTS, cli, events_file
 
@@ -125,10 +126,10 @@ def test_rebuilder_refuses_an_unknown_parent() -> None:
 def test_match_record_keeps_id_and_extends() -> None:
     obj = {"query": "Q4", "id": "i2", "extends": "i1", "match": {"a": ["1"], "b": ["3"]}, "confidence": 1.0}
     obj.update({"start": 0.0, "end": 1.0, "return": {}})
-    rec = MatchRecord.from_dict(obj)
-    assert rec.to_dict() == obj and record_id(rec) == "i2"
+    rec = from_dict(obj)
+    assert to_dict(rec) == obj and record_id(rec) == "i2"
     plain = {k: v for k, v in obj.items() if k not in ("id", "extends")}
-    assert MatchRecord.from_dict(plain).to_dict() == plain  # a self-contained record: no new keys
+    assert to_dict(from_dict(plain)) == plain  # a self-contained record: no new keys
 
 
 def test_golden_trace_is_there() -> None:
@@ -164,7 +165,7 @@ def test_a_store_from_before_increments_migrates_and_reads(tmp_path: Path) -> No
     assert StoreReader(path).schema_version() == 2
     store = Store(str(path))  # opening migrates
     assert store.schema_version() == SCHEMA_VERSION >= 3
-    rows = [MatchRow.of(MatchRecord.from_dict(r), record_id(r), "hadoop", 2.0, "i") for r in inc]
+    rows = [MatchRow.of(from_dict(r), record_id(r), "hadoop", 2.0, "i") for r in inc]
     store.commit(Batch(matches=rows, alerts=[], deadletters=[], offsets=[], checkpoint=None))
     store.close()
     reader = StoreReader(path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from contracts.records import MatchRecord, record_id
+from contracts.records import from_dict, record_id
 from dashboards.config import DashboardConfig
 from dashboards.source import DashboardData
 from tests.dashboards.fixture import PACK
@@ -57,7 +57,7 @@ def test_store_evidence_follows_the_chain(tmp_path: Path, chains: tuple[list[dic
 
     inc, full = chains
     store = store_mod.Store(str(tmp_path / "hcep.sqlite"))
-    rows = [MatchRow.of(MatchRecord.from_dict(r), record_id(r), "hadoop", 1.0, "i") for r in inc]
+    rows = [MatchRow.of(from_dict(r), record_id(r), "hadoop", 1.0, "i") for r in inc]
     store.commit(store_mod.Batch(matches=rows, alerts=[], deadletters=[], offsets=[], checkpoint=None))
     store.close()
     _check(DashboardData(DashboardConfig(store=tmp_path / "hcep.sqlite", pack=PACK)), inc, full)
