@@ -166,12 +166,12 @@ def extend_match(base: Mapping[str, list[str]], increment: Mapping[str, Any]) ->
     return out
 
 
-def whole(record: Mapping[str, Any], match: dict[str, list[str]]) -> dict[str, Any]:
+def whole(record: Mapping[str, Any], match: dict[str, list[str]]) -> MatchRecord:
     """``record`` as a self-contained record (semantics section 5) with the whole signature ``match``: no ``id`` and no
     ``extends``, as ``hcep match --full-matches`` writes it."""
     out = {k: v for k, v in record.items() if k not in ("id", "extends")}
     out["match"] = match
-    return out
+    return cast(MatchRecord, out)
 
 
 class ChainRebuilder:
@@ -207,13 +207,13 @@ class ChainRebuilder:
                 del self.heads[next(iter(self.heads))]
         return match
 
-    def full(self, record: Mapping[str, Any]) -> dict[str, Any]:
+    def full(self, record: Mapping[str, Any]) -> MatchRecord:
         """``record`` with its whole signature (:func:`whole`); the lists are copies."""
         match = self.match_of(record)
         return whole(record, {var: list(ids) for var, ids in match.items()})
 
 
-def rebuild(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def rebuild(records: Iterable[Mapping[str, Any]]) -> list[MatchRecord]:
     """Every record of ``records`` (in output order) as a self-contained one with its whole signature."""
     chains = ChainRebuilder()
     return [chains.full(r) for r in records]

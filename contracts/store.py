@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from contracts.alerts import Alert
-from contracts.records import follow_chain, merge_chain, whole
+from contracts.records import MatchRecord, follow_chain, merge_chain, whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,34 +127,34 @@ class StoreReader:
                 return []
 
     # ------------------------------------------------------------------------------------------------ records
-    def matches(self) -> list[tuple[str, dict[str, Any], float | None]]:
+    def matches(self) -> list[tuple[str, MatchRecord, float | None]]:
         """``(record id, match record, emitted_at)`` of every stored match record (docs/semantics.md section 5)."""
-        out = []
+        out: list[tuple[str, MatchRecord, float | None]] = []
         for row in self.rows("matches", ("id", "record", "emitted_at")):
             try:
                 record = json.loads(row.get("record") or "")
             except ValueError:
                 continue
             if isinstance(record, dict):
-                out.append((str(row.get("id") or ""), record, row.get("emitted_at")))
+                out.append((str(row.get("id") or ""), cast(MatchRecord, record), row.get("emitted_at")))
         return out
 
-    def record(self, rid: str) -> dict[str, Any] | None:
+    def record(self, rid: str) -> MatchRecord | None:
         """The stored match record of id ``rid`` (as written: an increment of a growing run lists only what it
         adds, see :meth:`whole_record`), or None."""
         with self._conn() as db:
             return None if db is None else self._record(db, rid)
 
     @staticmethod
-    def _record(db: sqlite3.Connection, rid: str) -> dict[str, Any] | None:
+    def _record(db: sqlite3.Connection, rid: str) -> MatchRecord | None:
         try:
             row = db.execute('SELECT record FROM "matches" WHERE id = ?', (rid,)).fetchone()
             record = json.loads(row[0]) if row is not None and row[0] else None
         except (sqlite3.Error, ValueError):
             return None
-        return record if isinstance(record, dict) else None
+        return cast(MatchRecord, record) if isinstance(record, dict) else None
 
-    def whole_record(self, rid: str) -> tuple[dict[str, Any], bool] | None:
+    def whole_record(self, rid: str) -> tuple[MatchRecord, bool] | None:
         """The record of id ``rid`` with its whole signature, the chain of a growing run's increments followed
         (docs/semantics.md section 5; a store older than increments holds whole records), and whether the chain was
         complete (False: a record it extends is not in the store); None without the record."""
