@@ -23,6 +23,7 @@ from typing import Any
 
 from app.testhooks import crash_point
 from contracts.alerts import post_key
+from contracts.records import MatchRecord
 from contracts.schema import (
     MIGRATIONS,
     SCHEMA,
@@ -466,7 +467,8 @@ class Store:
         self._many("UPDATE matches SET published = 1 WHERE id = ?", [(i,) for i in ids])
 
     # ------------------------------------------------------------------ readers (dashboard, tests)
-    def recent_matches(self, limit: int = 100, query: str | None = None) -> list[dict[str, Any]]:
+    def recent_matches(self, limit: int = 100, query: str | None = None) -> list[MatchRecord]:
+        """The newest stored match records (their JSON, as written), newest first."""
         sql = "SELECT record FROM matches"
         args: list[Any] = []
         if query:
