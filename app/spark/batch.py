@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -198,21 +198,36 @@ class BatchResult:
     stats: InputStats
     plans: list[QueryPlan]
     parsed: DataFrame  # cached for the several passes: release() frees it
+    _drops: dict[str, int] | None = None
 
     def release(self) -> None:
         self.parsed.unpersist()
 
     def collect(self) -> list[dict[str, Any]]:
-        """The records as semantics section 5 dicts in completion order, merged on the driver (no more Spark stages)."""
+        """The records as semantics section 5 dicts in completion order, merged on the driver (no more Spark stages).
+        What the memory bounds dropped is kept for :meth:`dropped`."""
         rows = [r.asDict() for r in self.matched.collect()]
-        return [to_record(r) for r in merge_rows(rows, self.distinct_queries())]
+        self._drops = sum_drops(r for r in rows if r["match"] is None)
+        records = [r for r in rows if r["match"] is not None]
+        return [to_record(r) for r in merge_rows(records, self.distinct_queries())]
+
+    def dropped(self) -> dict[str, int]:
+        """Per query with drops: partial matches the groups' memory bounds dropped (runs, or enumerations cut short;
+        ``hcep match``'s count: a group holds one key, so ``runs_per_key`` binds as in one process, while ``runs``
+        bounds each group).  Read from :meth:`collect`'s rows, else one more pass over the input."""
+        if self._drops is None:
+            from pyspark.sql import functions as F
+
+            rows = self.matched.where(F.col("match").isNull()).select("query", "emit_idx").collect()
+            self._drops = sum_drops(r.asDict() for r in rows)
+        return dict(self._drops)
 
     def records(self) -> DataFrame:
         """The same merge as a DataFrame, for results too large for the driver (unordered)."""
         from pyspark.sql import functions as F
         from pyspark.sql.window import Window
 
-        unique = self.matched.dropDuplicates(["query", "match", "rid"])
+        unique = self.matched.where(F.col("match").isNotNull()).dropDuplicates(["query", "match", "rid"])
         distinct = sorted(self.distinct_queries())
         if not distinct:
             return unique
@@ -222,6 +237,15 @@ class BatchResult:
 
     def distinct_queries(self) -> set[str]:
         return {p.name for p in self.plans if p.output == "distinct"}
+
+
+def sum_drops(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Per query, the drop counts of :func:`app.spark.batch_run.drop_row` rows (queries without drops left out)."""
+    out: dict[str, int] = {}
+    for row in rows:
+        if row["emit_idx"]:
+            out[row["query"]] = out.get(row["query"], 0) + int(row["emit_idx"])
+    return out
 
 
 #: Completion order of records (see the module doc).
@@ -360,7 +384,11 @@ def plans_from_pack(
     output: str | None = None,
     confidence: float | None = None,
 ) -> list[QueryPlan]:
-    """The enabled queries of a loaded pack (or those named), with ``hcep match``'s overrides."""
+    """The enabled queries of a loaded pack (or those named), with ``hcep match``'s overrides and the pack's memory
+    bounds (``settings.limits``; :class:`engine.limits.LimitsError`, a ValueError naming the key, when invalid)."""
+    from engine.limits import from_settings
+
+    limits = from_settings(getattr(pack, "settings", None))
     specs = [s for s in pack.queries if (s.name in names if names else s.enabled)]
     resolved_tick = tick or pack.tick
     return [
@@ -371,6 +399,7 @@ def plans_from_pack(
             output or s.output,
             s.confidence if confidence is None else confidence,
             resolved_tick,
+            limits,
         )
         for s in specs
     ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.evaluate import SKIP_STRATEGIES, feed_types, shard_key
+from engine.limits import Limits
 
 #: "Unbounded" in ticks (a query without WITHIN).
 UNBOUNDED = 2**62
@@ -22,7 +23,8 @@ ANY_TYPE = "*"
 
 @dataclass(frozen=True)
 class QueryPlan:
-    """What an executor needs to compile one query (the parsed query and its options: plain, picklable data)."""
+    """What an executor needs to compile one query (the parsed query and its options: plain, picklable data), and
+    the pack's memory bounds (``settings.limits``): a group's runner applies them as ``hcep match`` does."""
 
     name: str
     query: Any  # engine.language.ast.Query
@@ -30,6 +32,12 @@ class QueryPlan:
     output: str
     confidence: float
     tick: float
+    limits: Limits = field(default_factory=Limits)
+
+
+def plans_limits(plans: Sequence[QueryPlan]) -> Limits:
+    """The memory bounds of a pack's plans (one pack: one ``settings.limits``; the defaults without plans)."""
+    return plans[0].limits if plans else Limits()
 
 
 @dataclass

@@ -2,8 +2,11 @@
 
 Rows arrive sorted by (family, group key, time, seq).  A keyed group's own events are gathered, the family's
 broadcast keyless events that can meet them (per-type margins, :func:`app.spark.batch_plan.query_margins`) are
-merged in, in the runtime's order, and the stream goes through the family's matchers.  The unpartitioned group is
-streamed without gathering (it may be the whole input).  Records whose home is another group are dropped here.
+merged in, in the runtime's order, and the stream goes through the family's queries: one
+:class:`engine.evaluate.PackRunner` per group, the driver of ``hcep match`` and ``hcep run``, under the pack's memory
+bounds (``settings.limits``, carried by the plans; what they drop comes back as rows without a match).  The
+unpartitioned group is streamed without gathering (it may be the whole input).  Records whose home is another group
+are dropped here.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from app.spark.batch_plan import ANY_TYPE, Margins, QueryPlan, relevant_types
+from app.spark.batch_plan import ANY_TYPE, Margins, QueryPlan, plans_limits
+from engine.limits import Limits
 
 #: Group keys that no canonical JSON value can take: the keyless group and the single group of unpartitioned queries.
 KEYLESS_GROUP = ""
@@ -26,6 +30,12 @@ RECORD_SCHEMA = (
     "ret string, vkey string, emit_mid2 long, emit_seq long, emit_idx long, rid string, extends string"
 )
 RECORD_COLUMNS = [c.split()[0].strip("`") for c in RECORD_SCHEMA.split(", ")]
+
+
+def drop_row(fid: int, gkey: str, qidx: int, query: str, n: int) -> tuple:
+    """What a group's memory bounds dropped of one query (runs, or enumerations cut short): a row without a match
+    (``match`` null), the count in ``emit_idx``; :class:`app.spark.batch.BatchResult` sums them apart from records."""
+    return (fid, gkey, qidx, query, None, 0.0, 0.0, 0.0, None, None, END, END, n, None, None)
 
 
 def order(ev: Any) -> tuple[int, int]:
@@ -95,7 +105,8 @@ def keyless_index(token: str, shared: Any, tick: float) -> dict[int, KeylessInde
 
 
 class Group:
-    """One group: its matchers (with the types each must see), which event ids carry the key, what it keeps."""
+    """One group: its queries' runner (:class:`engine.evaluate.PackRunner`: the one driver, under the pack's memory
+    bounds, as ``hcep match`` runs them), which event ids carry the key, what it keeps."""
 
     def __init__(
         self,
@@ -107,16 +118,15 @@ class Group:
         keyless: KeylessIndex | None,
         margins: Margins,
         increments: bool = True,
+        limits: Limits | None = None,
     ) -> None:
-        from engine import make_matcher
-        from engine.evaluate import write_increments
+        from engine.evaluate import PackRunner
 
         self.fid, self.gkey = fid, gkey
         self.queries = queries
-        self.matchers = [make_matcher(compiled[q], widest) for q in queries]
-        write_increments(self.matchers, increments)  # growing runs as chains (semantics section 5)
+        self.runner = PackRunner.of([compiled[q] for q in queries], widest, limits=limits, increments=increments)
+        self.qidx = {compiled[q].name: q for q in queries}  # query name -> its index in the plan
         self.chain_keyed: dict[str, bool] = {}  # a chain's latest record id -> whether its whole signature holds a key
-        self.types = [relevant_types(compiled[q]) for q in queries]
         self.keyless = keyless
         self.margins = margins
         self.gather = keyless is not None and gkey != WHOLE_GROUP
@@ -149,17 +159,16 @@ class Group:
                 self.keyed.setdefault(ev.id, False)
             for ev in heapq.merge(self.own, shared, key=order):
                 self._feed(ev, out)
-        for q, m in zip(self.queries, self.matchers, strict=True):
-            for record in m.flush():
-                self._emit(q, record, END, END, out)
+        for cq, record in self.runner.flush():
+            self._emit(self.qidx[cq.name], record, END, END, out)
+        for name, n in self.runner.limit_drops().items():
+            if n:
+                out.append(drop_row(self.fid, self.gkey, self.qidx[name], name, n))
         return out
 
     def _feed(self, ev: Any, out: list[tuple]) -> None:
-        etype = ev.type
-        for q, m, types in zip(self.queries, self.matchers, self.types, strict=True):
-            if types is None or etype in types:
-                for record in m.feed(ev):
-                    self._emit(q, record, ev.tlo + ev.thi, ev.seq, out)
+        for cq, record in self.runner.feed(ev):
+            self._emit(self.qidx[cq.name], record, ev.tlo + ev.thi, ev.seq, out)
 
     def _emit(self, q: int, record: dict, mid2: int, seq: int, out: list[tuple]) -> None:
         self.idx += 1
@@ -209,6 +218,7 @@ def run_partition(
     from engine.events import decoder_for
 
     compiled = compiled_queries(token, plans)
+    limits = plans_limits(plans)
     tick = plans[0].tick if plans else 0.1
     index = keyless_index(token, shared, tick)
     decode = decoder_for(tick).event
@@ -224,7 +234,7 @@ def run_partition(
                 fid = int(fid)
                 keyed_q, keyless_q, whole_q, margins = families[fid]
                 queries = whole_q if gkey == WHOLE_GROUP else keyless_q if gkey == KEYLESS_GROUP else keyed_q
-                group = Group(fid, gkey, queries, compiled, widest, index.get(fid), margins, increments)
+                group = Group(fid, gkey, queries, compiled, widest, index.get(fid), margins, increments, limits)
             if text is None:
                 continue  # the keyless group's placeholder row
             group.add(decode(json.loads(text), int(seq)), bool(keyed), out)

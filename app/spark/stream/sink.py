@@ -60,6 +60,8 @@ class Totals:
     busy_ms: float = 0.0  # the operator's Python time (all workers), and its state share (snapshots, restores)
     state_ms: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
+    #: per query: partial matches the memory bounds (settings.limits) dropped, as ``hcep match`` reports them
+    dropped: dict[str, int] = field(default_factory=dict)
 
 
 def _atomic_text(path: Path, text: str) -> None:
@@ -184,6 +186,9 @@ class StreamSink:
         for d in dead:
             reason = "late" if d["reason"] == "late" else "invalid"
             t.reasons[reason] = t.reasons.get(reason, 0) + 1
+        for r in rows:
+            if r["kind"] == "dropped" and r["emit_idx"]:  # app.spark.stream.state.drops_row
+                t.dropped[r["query"]] = t.dropped.get(r["query"], 0) + int(r["emit_idx"])
         t.late = t.reasons.get("late", 0)
         t.invalid = t.reasons.get("invalid", 0)
         commit = {

@@ -55,6 +55,8 @@ OUT_SCHEMA = (
 OUT_COLUMNS = [c.split()[0].strip("`") for c in OUT_SCHEMA.split(", ")]
 #: Row kinds of :data:`IN_SCHEMA`.
 OWN, KEYLESS, MARKER, BAD = "own", "keyless", "marker", "bad"
+#: The kind of :data:`OUT_SCHEMA` rows that carry memory-bound drops (:func:`drops_row`).
+DROPPED = "dropped"
 NEG_INF = -math.inf
 UNKNOWN = -1  # Bucket.timer of a meta written before the timer was kept in it
 INF = math.inf
@@ -84,6 +86,12 @@ def dead_row(reason: str, origin: str | None, pos: int | None, text: str | None)
     return ("dead", *_none(12), reason, origin, pos, text, *_none(7))
 
 
+def drops_row(query: str, n: int) -> tuple:
+    """What the memory bounds dropped of one query in one call (runs, or enumerations cut short): the count in
+    ``emit_idx``; the sink adds them to its totals."""
+    return (DROPPED, query, *_none(9), n, *_none(12))
+
+
 def clock_row(wm_ms: int, fed: int, groups: int, busy_ms: float = 0.0, state_ms: float = 0.0) -> tuple:
     """One per call: the watermark it saw, events fed, groups held, and where its time went (all of the call; the
     state's share: snapshots, restores and the state store's calls)."""
@@ -94,15 +102,17 @@ def clock_row(wm_ms: int, fed: int, groups: int, busy_ms: float = 0.0, state_ms:
 
 
 class StreamGroup:
-    """One group's evaluators (a :class:`engine.evaluate.PackFeeder`), the ids of its own (keyed) events for the home
-    rule, and its own events the watermark has not released yet."""
+    """One group's queries (a :class:`engine.evaluate.PackRunner`, the driver of ``hcep match`` and ``hcep run``,
+    under the pack's memory bounds), the ids of its own (keyed) events for the home rule, and its own events the
+    watermark has not released yet."""
 
     def __init__(self, plan: StreamPlan, fam: FamilyPlan, gkey: str, compiled: list[Any], state: Any = None) -> None:
         self.plan, self.fam, self.gkey = plan, fam, gkey
         self.queries = fam.queries if gkey == WHOLE_GROUP else fam.keyless if gkey == KEYLESS_GROUP else fam.keyed
         self.qidx = {plan.plans[q].name: q for q in self.queries}
         self.compiled = compiled
-        self._feeder: Any = None  # built when first fed or restored: a group that only holds pending events has none
+        self._runner: Any = None  # built when first fed or restored: a group that only holds pending events has none
+        self.drops_seen: dict[str, int] = {}  # the runner's drop counts already reported (Bucket.drops)
         self.chains: dict[str, bool] = {}  # a chain's latest record id -> whether its whole signature holds a key
         self.own: dict[str, int] = {}  # id -> thi of the group's keyed events fed (home rule)
         self.pending: list[list[Any]] = []  # [mid2, seq, tlo, thi, json, type] not yet released
@@ -125,18 +135,36 @@ class StreamGroup:
             self.fed_to = NEG_INF if state["fed"] is None else state["fed"]
             self.chains = dict(state.get("chains") or {})
             if state["snap"] is not None:
-                self.feeder.restore(state["snap"])
+                # The runner's snapshot is the pack feeder's (the format of the bare PackFeeder this group held
+                # before: older checkpoints restore unchanged).  Drop counts are not state: they start again at 0.
+                self.runner.restore(state["snap"])
 
     @property
-    def feeder(self) -> Any:
-        """The group's evaluators, built on first use (making them is most of a new group's cost)."""
-        if self._feeder is None:
-            from engine.evaluate import PackFeeder, make_matcher, write_increments
+    def runner(self) -> Any:
+        """The group's queries, built on first use (making them is most of a new group's cost)."""
+        if self._runner is None:
+            from app.spark.batch_plan import plans_limits
+            from engine.evaluate import PackRunner
 
-            matchers = [make_matcher(self.compiled[q], self.plan.umax) for q in self.queries]
-            write_increments(matchers, not self.plan.full_matches)  # growing runs as chains (semantics section 5)
-            self._feeder = PackFeeder(matchers, self.plan.umax)
-        return self._feeder
+            self._runner = PackRunner.of(
+                [self.compiled[q] for q in self.queries],
+                self.plan.umax,
+                limits=plans_limits(self.plan.plans),
+                increments=not self.plan.full_matches,  # growing runs as chains (semantics section 5)
+            )
+        return self._runner
+
+    def new_drops(self) -> dict[str, int]:
+        """Per query: partial matches the memory bounds dropped since the last call (none before the runner)."""
+        if self._runner is None:
+            return {}
+        out: dict[str, int] = {}
+        for name, n in self._runner.limit_drops().items():
+            seen = self.drops_seen.get(name, 0)
+            if n > seen:
+                out[name] = n - seen
+                self.drops_seen[name] = n
+        return out
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -149,7 +177,7 @@ class StreamGroup:
             "fed": None if self.fed_to == NEG_INF else self.fed_to,
             "first": self.first,
             "chains": self.chains,
-            "snap": self.feeder.snapshot() if self.started else None,
+            "snap": self.runner.snapshot() if self.started else None,
         }
 
     def min_pending(self) -> int | None:
@@ -233,7 +261,7 @@ class StreamGroup:
                 self.own[ev.id] = thi
                 self.lo = min(self.lo, tlo)
                 self.hi = max(self.hi, thi)
-            for record in self.feeder.feed(ev):
+            for _, record in self.runner.feed(ev):
                 self._emit(record, mid2, seq, out)
         if keyed_group or self.fam.attr is None:
             return len(merged)
@@ -244,9 +272,9 @@ class StreamGroup:
         return len(merged)
 
     def flush(self, out: list[tuple]) -> None:
-        if self._feeder is None and not self.started:
+        if self._runner is None and not self.started:
             return  # never fed: nothing to flush
-        for record in self.feeder.flush():
+        for _, record in self.runner.flush():
             self._emit(record, 2**62, 2**62, out)
 
     def _emit(self, record: dict[str, Any], mid2: int, seq: int, out: list[tuple]) -> None:
@@ -307,6 +335,7 @@ class Bucket:
         self.touched: set[str] = set()
         self.shared_events: dict[int, Any] = {}  # seq -> the keyless event, decoded once in this call
         self.state_s = 0.0  # seconds in restores, snapshots and state store calls (reported in the clock row)
+        self.drops: dict[str, int] = {}  # per query: dropped by the memory bounds in this call (drops rows)
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -376,6 +405,10 @@ class Bucket:
                 self._drop(key)
             self.log = {}
             self.released = NEG_INF
+        for g in self.live.values():
+            self._count_drops(g)
+        out.extend(drops_row(name, n) for name, n in sorted(self.drops.items()))
+        self.drops = {}
         self.save()
         busy = 1000 * (time.perf_counter() - started)
         out.append(clock_row(int(wm_ms), fed, len(self.index), busy, 1000 * self.state_s))
@@ -434,9 +467,15 @@ class Bucket:
         self.live[key] = g
         self.touched.add(key)
 
+    def _count_drops(self, g: StreamGroup) -> None:
+        for name, n in g.new_drops().items():
+            self.drops[name] = self.drops.get(name, 0) + n
+
     def _drop(self, key: str) -> None:
         entry = self.index.pop(key, None)
-        self.live.pop(key, None)
+        gone = self.live.pop(key, None)
+        if gone is not None:
+            self._count_drops(gone)
         self.touched.discard(key)
         if entry is not None and entry[4] is not None:  # stored (a version): one state store call, else none
             self.store.remove(key)
