@@ -34,21 +34,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from benchmarks.peers.sasepp_build import CACHE, MAIN, MIRROR, build
 from benchmarks.peers.sasepp_queries import ROWS, Row
 
 ROOT = Path(__file__).resolve().parents[2]
-MIRROR = Path("/work/.mirror/haopeng+sase-advanced/repo")
-CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hcep" / "sasepp"
-JARS = ("lib/jeval.jar", "lib/commons-math3-3.5.jar", "lib/commons-lang3-3.4.jar")
-MAIN = "edu.umass.cs.sase.UI.HadoopUsecasePreciseUI"
 DEFAULT_EVENTS = Path.home() / ".cache" / "hcep" / "bench" / "hadoop-200n-1h-s7.jsonl"
 
 HADOOP_TYPES = {
@@ -65,34 +61,6 @@ HADOOP_TYPES = {
 MS_TICK = 0.001
 #: Event attributes our side drops to evaluate the events as SASE++ does (precise timestamps).
 INTERVAL_KEYS = ("delta", "lo", "hi")
-
-
-def build(mirror: Path, cache: Path) -> Path:
-    """``javac`` the SASE++ engine from the mirror into ``cache/classes`` (once); the class path to run it."""
-    classes = cache / "classes"
-    cp = os.pathsep.join([str(classes), *(str(cache / j) for j in JARS)])
-    if (classes / (MAIN.replace(".", "/") + ".class")).is_file():
-        return Path(cp)
-    git = ["git", "--git-dir", str(mirror)]
-    cache.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run([*git, "archive", "HEAD", "src"], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(cache)], input=archive, check=True)
-    (cache / "lib").mkdir(exist_ok=True)
-    for jar in JARS:
-        (cache / jar).write_bytes(subprocess.run([*git, "show", f"HEAD:{jar}"], check=True, capture_output=True).stdout)
-    main_src = cache / "src" / (MAIN.replace(".", "/") + ".java")
-    cmd = [
-        "javac",
-        "-nowarn",
-        "-encoding",
-        "UTF-8",
-        "-d",
-        str(classes),
-        "-cp",
-        os.pathsep.join(str(cache / j) for j in JARS),
-    ]
-    subprocess.run([*cmd, "-sourcepath", str(cache / "src"), str(main_src)], check=True, capture_output=True)
-    return Path(cp)
 
 
 def _number(value: Any, table: dict[Any, int]) -> int:
@@ -138,14 +106,24 @@ def convert(events: list[dict[str, Any]], out: Path) -> list[str]:
     return ids
 
 
+class Sasepp(NamedTuple):
+    """One SASE++ run: the best of its repeats by each clock, what it processed and found, its output file."""
+
+    wall: float  #: its profiler's ``Total Running Time`` (wall clock of the engine over the stream), seconds
+    cpu: float  #: process CPU seconds over ``runEngine`` (every JVM thread: engine, GC, JIT)
+    thread: float  #: the main thread's CPU seconds over ``runEngine``
+    events: int
+    matches: int
+    out: Path
+
+
 def run_sasepp(
     cp: Path, nfa: Path, stream: Path, row: Row, repeat: int, budget: float, printed: bool = False
-) -> tuple[float, int, int, Path]:
-    """(best engine seconds, events processed, matches, the output file) of SASE++ over ``stream`` with ``row``'s
-    flags; ``printed``: the UI prints every match (its events' ``Id``s), for :func:`signatures`.
+) -> Sasepp:
+    """SASE++ over ``stream`` with ``row``'s flags, through ``sasepp_build``'s driver (the UI's calls, CPU timed);
+    ``printed``: every match is printed (its events' ``Id``s), for :func:`signatures`.
 
-    Its main starts a non-daemon profiling timer and leaves by ``System.exit`` at the end, so when it throws (an NFA
-    it cannot run) the JVM would wait for ever: the run is stopped at the exception, or after ``budget`` seconds."""
+    The run is stopped at an exception in the engine (an NFA it cannot run), or after ``budget`` seconds."""
     flags = ["1" if printed else "0", "1" if row.postpone else "0", "0", "1" if row.collapsed else "0", str(repeat)]
     args = ["java", "-Xmx4g", "-cp", str(cp), MAIN, str(nfa), str(stream), *flags]
     out_file, err_file = nfa.with_suffix(".out"), nfa.with_suffix(".err")
@@ -161,12 +139,23 @@ def run_sasepp(
                 why = err_file.read_text(errors="replace").strip().splitlines()
                 raise RuntimeError(f"SASE++ {'failed: ' + why[0] if failed and why else 'ran out of time'}")
     text = out_file.read_text(errors="replace")
-    times = [int(x) for x in re.findall(r"Total Running Time: (\d+) nanoseconds", text)]
-    if not times:
-        raise RuntimeError(f"SASE++ gave no timing: {err_file.read_text(errors='replace')[-300:]}")
+
+    def best(label: str) -> float:
+        found = [int(x) for x in re.findall(label + r": (\d+) nanoseconds", text)]
+        if not found:
+            raise RuntimeError(f"SASE++ gave no {label}: {err_file.read_text(errors='replace')[-300:]}")
+        return min(found) / 1e9
+
     events = re.findall(r"Number Of Events Processed: (\d+)", text)
     matches = re.findall(r"Number Of Matches Found: (\d+)", text)
-    return min(times) / 1e9, int(events[-1]) if events else 0, int(matches[-1]) if matches else -1, out_file
+    return Sasepp(
+        best("Total Running Time"),
+        best("Engine Process CPU Time"),
+        best("Engine Thread CPU Time"),
+        int(events[-1]) if events else 0,
+        int(matches[-1]) if matches else -1,
+        out_file,
+    )
 
 
 def signatures(printed: str, ids: list[str]) -> list[frozenset[str]]:
@@ -286,32 +275,35 @@ def main(argv: list[str] | None = None) -> int:
     n = len(ids)
     mode = "imprecise, the pack's tick" if args.imprecise else "precise, 1 ms tick"
     print(f"SASE++ peer on {args.events} ({n:,} events converted, Metric left out; ours {mode}); best of {args.repeat}")
-    cols = ["query", "SASE++ s", "SASE++ events/s", "SASE++ matches", "ours CPU s", "ours wall s", "ours events/s"]
-    print("| " + " | ".join([*cols, "ours records", "compared: SASE++ / ours", "ours / SASE++"]) + " |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    print(
+        "| query | SASE++ CPU s (main thread) | SASE++ wall s | SASE++ events/CPU s | SASE++ matches | ours CPU s"
+        " | ours wall s | ours events/CPU s | ours records | compared: SASE++ / ours | ours / SASE++ CPU | wall |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+    nan = float("nan")
     for name in args.rows.split(",") if args.rows else list(ROWS):
         row = ROWS[name]
         nfa = args.work / f"{name}.nfa"
         nfa.write_text(row.nfa)
-        os_, ow, on, counts = run_ours(row.ours, ours_input, args.repeat, tick)
+        ocpu, owall, on, counts = run_ours(row.ours, ours_input, args.repeat, tick)
         ours_count = counts.compared(row.compare)
         try:
-            js, jn, jm, out = run_sasepp(cp, nfa, stream, row, args.repeat, args.budget)
-            jc, note = jm, ""
+            j = run_sasepp(cp, nfa, stream, row, args.repeat, args.budget)
+            jc, note = j.matches, ""
             if row.compare in ("distinct", "first"):  # a printed run, not timed
-                printed = run_sasepp(cp, nfa, stream, row, 1, args.budget, printed=True)[3]
+                printed = run_sasepp(cp, nfa, stream, row, 1, args.budget, printed=True).out
                 jc, note = sasepp_compared(row, printed.read_text(errors="replace"), ids, by_id)
                 note = f"; SASE++ {note}"
             compared = f"{jc:,} {'=' if jc == ours_count else '!='} {ours_count:,} ({row.compare}{note})"
         except RuntimeError as err:
-            js, jn, jm, compared = float("nan"), n, -1, "-"
+            j, compared = Sasepp(nan, nan, nan, n, -1, nfa), "-"
             print(f"{name}: {err}", file=sys.stderr)
-        om = counts.records
-        jrate = jn / js if js == js and js > 0 else float("nan")
-        orate = on / os_ if os_ > 0 else float("nan")
+        jrate = j.events / j.cpu if j.cpu > 0 else nan
+        orate = on / ocpu if ocpu > 0 else nan
         print(
-            f"| {name} | {js:.3f} | {jrate:,.0f} | {jm:,} | {os_:.3f} | {ow:.3f} | {orate:,.0f} | {om:,} | {compared}"
-            f" | {orate / jrate:.2f}x |",
+            f"| {name} | {j.cpu:.3f} ({j.thread:.3f}) | {j.wall:.3f} | {jrate:,.0f} | {j.matches:,} | {ocpu:.3f}"
+            f" | {owall:.3f} | {orate:,.0f} | {counts.records:,} | {compared} | {orate / jrate:.2f}x"
+            f" | {j.wall / owall:.2f}x |",
             flush=True,
         )
     return 0

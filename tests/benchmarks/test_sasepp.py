@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 
 from benchmarks.peers import sasepp
+from benchmarks.peers.sasepp_build import CACHE, MIRROR, build
 from benchmarks.peers.sasepp_queries import ROWS
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("javac") is None or shutil.which("java") is None or not sasepp.MIRROR.is_dir(),
+    shutil.which("javac") is None or shutil.which("java") is None or not MIRROR.is_dir(),
     reason="needs javac/java and the sase-advanced mirror",
 )
 
@@ -67,7 +68,7 @@ def trace() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def built() -> Path:
-    return sasepp.build(sasepp.MIRROR, sasepp.CACHE)
+    return build(MIRROR, CACHE)
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +94,7 @@ def test_same_matches(name: str, built: Path, inputs: tuple[Path, Path, list[str
     by_id = {e["id"]: e for e in trace()}
     nfa = work / f"{name}.nfa"
     nfa.write_text(row.nfa)
-    printed = sasepp.run_sasepp(built, nfa, stream, row, 1, 60.0, printed=True)[3].read_text()
+    printed = sasepp.run_sasepp(built, nfa, stream, row, 1, 60.0, printed=True).out.read_text()
     theirs = sasepp.signatures(printed, ids)
     ours = _ours(name, row.ours, ours_in)
     assert theirs and ours, f"{name}: the trace must give both engines something to find"
