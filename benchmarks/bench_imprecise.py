@@ -54,7 +54,7 @@ from benchmarks.research.imprecise_orders import OrderedImpreciseMatcher
 from engine.events import Event
 from engine.imprecise.evaluator import ImpreciseMatcher
 from engine.plan.compiler import compile_query
-from tests.point_based import PointBasedMatcher
+from oracles.point_based import PointBasedMatcher
 
 THRESHOLDS = (0.7, 0.9, 0.99, 0.999)
 FIG6_CONFIGS = ["Postponing", "On-the-fly", *(f"DP {t:g}" for t in THRESHOLDS), "Collapsed"]
