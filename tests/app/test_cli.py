@@ -107,6 +107,32 @@ def test_cli_module_imports_no_engine():
     assert proc.stdout.strip() == "[]"
 
 
+def test_every_command_is_registered_one_way():
+    """Each command is one row of app.cli.COMMANDS naming a module with configure(parser) and run(args); building the
+    parser for it configures that module's options and nothing else's (start-up imports only the invoked one)."""
+    import importlib
+
+    from app.cli import COMMANDS, build_parser
+
+    invocations = []
+    for name, module, _help, children in COMMANDS:
+        assert (module is None) == bool(children), name
+        invocations += [([name], module)] if module else [([name, child], mod) for child, mod, _ in children]
+    assert {words[0] for words, _ in invocations} >= {"match", "demo", "run", "batch", "stream", "collect"}
+    for words, module in invocations:
+        mod = importlib.import_module(f"app.commands.{module}")
+        assert callable(mod.configure) and callable(mod.run), module
+        parser = build_parser(words)
+        sub = parser._subparsers._group_actions[0].choices[words[0]]
+        if len(words) > 1:
+            sub = sub._subparsers._group_actions[0].choices[words[1]]
+        assert sub.get_default("func") is mod.run, words
+        others = [n for n, m, _, _ in COMMANDS if m and n != words[0]]
+        for other in others:  # not configured: no options beyond --help
+            leaf = parser._subparsers._group_actions[0].choices[other]
+            assert leaf.get_default("func") is None and len(leaf._actions) == 1, other
+
+
 def test_choices_agree_with_the_engine():
     from app.cli import OUTPUT_MODES, STRATEGIES
     from engine.language import ast
