@@ -180,32 +180,41 @@ def test_reducers_that_start_soon_or_small_output_do_not_warn(pack: Any) -> None
     assert warnings(pack, held_job(700.0, 0.5) + rounds(900)) == []  # held, but half a GiB waits
 
 
-def attempt(at: float, host: str, job: int, *, status: str = "SUCCEEDED", slowness: float | None = 1.0) -> dict:
+def attempt(at: float, host: str, job: int, *, status: str = "SUCCEEDED", pace: float | None = 1.0) -> dict:
+    """A finished map attempt: ``pace`` is its time per input byte over its job's maps elsewhere (the collector's)."""
     attrs: dict[str, Any] = {"job_id": f"job_1700000000000_{job:04d}", "host": host, "status": status}
     attrs.update(speculative=False, period=60.0)
-    if slowness is not None:
-        attrs["slowness"] = slowness
+    if pace is not None:
+        attrs["pace"] = pace
     return hadoop("Mapper", at, **attrs)
 
 
 def test_a_slow_host_shows_across_jobs(pack: Any) -> None:
-    # node9's attempts of five jobs lose to their speculative copies or run 3x their siblings within 10 minutes;
-    # node1 runs the same jobs at their usual pace, with one natural straggler.
-    slow = [attempt(100 + 60 * k, "node9", k, status="KILLED", slowness=None) for k in range(3)]
-    slow += [attempt(300 + 60 * k, "node9", 3 + k, slowness=3.0) for k in range(3)]
-    healthy = [attempt(100 + 40 * k, "node1", k, slowness=1.1) for k in range(10)] + [
-        attempt(500, "node1", 9, slowness=4)
-    ]
+    # node9's attempts of six jobs lose to their speculative copies, then run 2.5-3x slower per byte than their jobs'
+    # maps elsewhere, one after another; node1 runs the same jobs at their usual pace, with one natural straggler.
+    slow = [attempt(100 + 60 * k, "node9", k, status="KILLED", pace=None) for k in range(3)]
+    slow += [attempt(300 + 60 * k, "node9", 3 + k, pace=2.5 + 0.25 * k) for k in range(3)]
+    healthy = [attempt(100 + 40 * k, "node1", k, pace=1.1) for k in range(10)] + [attempt(500, "node1", 9, pace=4)]
     got = warnings(pack, slow + healthy)
-    # Its third lost race (260 s, three jobs within 5 minutes), then its sixth slow attempt of any kind (420 s).
-    assert got == [("SlowNodeKills", "node9", 260.0), ("SlowNode", "node9", 420.0)]
+    # Its third lost race (260 s, three jobs within 5 minutes); its fourth slow attempt in a row (300 s, the run from
+    # the first lost race).
+    assert got == [("SlowNodeKills", "node9", 260.0), ("SlowNode", "node9", 300.0)]
+
+
+def test_a_slow_host_shows_through_its_pace_alone(pack: Any) -> None:
+    # No race lost (its attempts are too short to be speculated): four maps in a row, of three jobs, at 2.2-3x.
+    events = [attempt(100 + 50 * k, "node4", (0, 1, 2, 1)[k], pace=(2.2, 3.0, 2.6, 2.4)[k]) for k in range(4)]
+    events += [attempt(90 + 30 * k, "node5", k % 3, pace=1.0) for k in range(8)]
+    assert warnings(pack, events) == [("SlowNode", "node4", 250.0)]
 
 
 def test_natural_stragglers_scattered_over_hosts_do_not_warn(pack: Any) -> None:
-    events = [attempt(100 + 30 * k, f"node{k}", k, slowness=5.0) for k in range(12)]
-    events += [attempt(110 + 30 * k, f"node{k}", 20 + k, status="KILLED", slowness=None) for k in range(12)]
+    events = [attempt(100 + 30 * k, f"node{k}", k, pace=5.0) for k in range(12)]
+    events += [attempt(110 + 30 * k, f"node{k}", 20 + k, status="KILLED", pace=None) for k in range(12)]
     # and on one host, two lost races 5 minutes apart and a third later: no host loses three in 5 minutes
-    events += [attempt(t, "node3", 40 + i, status="KILLED", slowness=None) for i, t in enumerate((700, 950, 1300))]
+    events += [attempt(t, "node3", 40 + i, status="KILLED", pace=None) for i, t in enumerate((700, 950, 1300))]
+    # and on one host three stragglers in a row, then an attempt at its usual pace: the run stops there
+    events += [attempt(1500 + 40 * k, "node7", 60 + k, pace=(6.0, 2.5, 9.0, 1.1, 3.0)[k]) for k in range(5)]
     assert warnings(pack, events) == []
 
 
