@@ -75,19 +75,41 @@ def background_stats(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def unmeasurable(stats: Mapping[str, Any]) -> list[str]:
+    """The bands that this cluster's history cannot judge: no phase of 3-10 successful attempts (the mean over none
+    is undefined), or no killed attempt among fewer than 200 tasks (a rate "per 200 tasks" needs 200 of them; a job
+    of one map has no sibling for Hadoop's speculator to compare it with)."""
+    out = []
+    if not stats["small_phases"]:
+        out.append("no phase of 3-10 attempts")
+    if not stats["killed"] and stats["tasks"] < 200:
+        out.append(f"no killed attempt in {stats['tasks']} (< 200) tasks")
+    return out
+
+
 def in_bands(stats: Mapping[str, Any]) -> list[str]:
-    """What falls outside section 9's bands (empty when the background is in them)."""
+    """What falls outside section 9's bands (empty when the background is in them; what :func:`unmeasurable` names
+    is not judged here)."""
     out = []
     r, s, k = stats["slowest_over_median"], stats["slow_share"], stats["killed_per_200_tasks"]
-    if r is None or not RATIO_BAND[0] <= r <= RATIO_BAND[1]:
-        out.append(f"mean slowest/median {r} outside {RATIO_BAND}")
-    if s is None or not SLOW_SHARE_BAND[0] <= s <= SLOW_SHARE_BAND[1]:
-        out.append(f"share over 1.5x median {s} outside {SLOW_SHARE_BAND}")
-    if k is None or k < KILLED_PER_200_MIN:
+    if r is not None and not RATIO_BAND[0] <= r <= RATIO_BAND[1]:
+        out.append(f"mean slowest/median {r:.2f} outside {RATIO_BAND}")
+    if s is not None and not SLOW_SHARE_BAND[0] <= s <= SLOW_SHARE_BAND[1]:
+        out.append(f"share over 1.5x median {s:.1%} outside {SLOW_SHARE_BAND}")
+    if (stats["killed"] or stats["tasks"] >= 200) and (k is None or k < KILLED_PER_200_MIN):
         out.append(f"killed attempts per 200 tasks {k} < {KILLED_PER_200_MIN}")
     if stats["killed_beside_success"] != stats["killed"]:
         out.append(f"{stats['killed'] - stats['killed_beside_success']} killed attempts without a successful sibling")
     return out
+
+
+def verdict(stats: Mapping[str, Any]) -> str:
+    """One cell: in bands, what is out, and what cannot be judged (said, never counted as in)."""
+    out, na = in_bands(stats), unmeasurable(stats)
+    parts = ["OUT: " + "; ".join(out)] if out else ["in bands" if not na else "in the bands it can judge"]
+    if na:
+        parts.append("not measurable: " + "; ".join(na))
+    return "; ".join(parts)
 
 
 def simulate_background(seed: int, trace: str, nodes: int, hours: float, workdir: str) -> list[dict[str, Any]]:
@@ -146,12 +168,22 @@ def main(argv: list[str] | None = None) -> int:
             f(r["slowest_over_median"], ".2f"),
             f(r["slow_share"], ".1%"),
             f(r["killed_per_200_tasks"], ".2f"),
+            str(r["tasks"]),
             f"{r['killed_beside_success']}/{r['killed']}",
-            "in bands" if not in_bands(r) else "; ".join(in_bands(r)),
+            verdict(r),
         ]
         for r in rows
     ]
-    cols = ["mix", "nodes", "seed", "phases 3-10", "mean slowest/median", "> 1.5x median", "killed / 200 tasks"]
+    cols = [
+        "mix",
+        "nodes",
+        "seed",
+        "phases 3-10",
+        "mean slowest/median",
+        "> 1.5x median",
+        "killed / 200 tasks",
+        "tasks",
+    ]
     cols += ["killed beside a success", "section 9 (3-12, 5-20%, >= 1)"]
     print_table("fault-free background, from the collected job history", cols, body, plain=True)
     if args.json:

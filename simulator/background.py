@@ -51,11 +51,13 @@ def splits(input_bytes: int, maps: int, rng: random.Random, last_share: float) -
     return sizes
 
 
-def task_cost(cfg: SimConfig, job_idx: int, kind: str, task: int) -> float:
-    """The cost factor of one task, shared by all its attempts."""
+def task_cost(cfg: SimConfig, job_idx: int, kind: str, task: int, phase_tasks: int) -> float:
+    """The cost factor of one task, shared by all its attempts.  ``phase_tasks`` (the job's maps, or its reduces)
+    picks the tail's weight: a small phase's stragglers are not mitigated as a large one's are (Dolly, NSDI 2013)."""
     rng = keyed("task", cfg.seed, job_idx, kind, task)
     body = rng.lognormvariate(0.0, cfg.task_sigma)
-    if rng.random() < cfg.straggler_p:
+    p = cfg.straggler_p_small if phase_tasks <= cfg.small_phase else cfg.straggler_p
+    if rng.random() < p:
         tail = 1.5 * (1.0 - rng.random()) ** (-1.0 / cfg.straggler_alpha)  # Pareto from 1.5x
         return float(max(body, min(tail, cfg.straggler_cap)))
     return float(body)

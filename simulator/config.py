@@ -37,6 +37,10 @@ class SimConfig:
     task_sigma: float = 0.15
     #: ... and with this probability a Pareto tail (shape ``straggler_alpha``) from 1.5x up to ``straggler_cap``
     straggler_p: float = 0.12
+    #: ... or this one in a phase of at most ``small_phase`` tasks: small jobs' stragglers escape mitigation (Dolly,
+    #: NSDI 2013: in Facebook's and Bing's clusters the slowest task of a small job runs on average 8x its median)
+    straggler_p_small: float = 0.16
+    small_phase: int = 10
     straggler_alpha: float = 0.7
     straggler_cap: float = 50.0
     attempt_sigma: float = 0.12  #: each attempt's own noise (what a second attempt does not share)

@@ -192,7 +192,7 @@ class Cluster:
         key = (job.idx, kind, task)
         c = self._costs.get(key)
         if c is None:
-            c = self._costs[key] = task_cost(self.cfg, job.idx, kind, task)
+            c = self._costs[key] = task_cost(self.cfg, job.idx, kind, task, job.maps if kind == "m" else job.reduces)
         return c
 
     def _nominal_map(self, job: Job) -> float:
