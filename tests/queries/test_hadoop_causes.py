@@ -82,13 +82,22 @@ def map_job(split_of: dict[int, int], runs: dict[int, float], start: float = 10.
 
 
 def test_input_skew_warns_while_the_skewed_map_runs(pack: Any) -> None:
-    # Map 3 reads 6x its siblings' splits and runs 400 s against their 60 s: the warning comes 2 minutes after it
-    # started (the first round >= 120 s after its split line, decided once no event can still fall before that round:
-    # 2 x 7.5 s and the next event later), long before it (and its job) ends.
+    # Map 3 reads 6x its siblings' splits and runs 400 s against their 60 s: the warning comes 2 minutes after its
+    # siblings ended (70 s; the first round >= 120 s later, 195 s, decided once no event can still fall before that
+    # round: 2 x 7.5 s and the next event later), long before it (and its job) ends.
     splits = {i: 128 << 20 for i in range(8)} | {3: 6 * (128 << 20)}
     runs = {i: 60.0 for i in range(8)} | {3: 400.0}
     got = warnings(pack, map_job(splits, runs) + rounds(600))
-    assert got == [("MapDataSkew", J, 180.0), ("MapDataSkewDone", J, 435.0)]  # and again from its counters
+    assert got == [("MapDataSkew", J, 240.0), ("MapDataSkewDone", J, 435.0)]  # and again from its counters
+
+
+def test_a_whole_block_among_short_last_splits_is_not_data_skew(pack: Any) -> None:
+    # A file's whole 256 MB block among five short last splits of 48 MB: 5.3x their mean, yet an ordinary split; it
+    # runs 130 s against their 30 s and ends 100 s after them (the job barely waits): no warning, though it still
+    # ran 2 minutes after its start.
+    splits = {i: 48 << 20 for i in range(6)} | {0: 256 << 20}
+    runs = {i: 30.0 for i in range(6)} | {0: 130.0}
+    assert warnings(pack, map_job(splits, runs) + rounds(600)) == []
 
 
 def test_a_straggler_that_reads_its_siblings_input_is_not_data_skew(pack: Any) -> None:
