@@ -8,8 +8,9 @@ What it does:
 
 1. **Builds** the SASE++ engine (github.com/haopeng/sase-advanced, the authors' code) from the mirror at run time:
    ``git archive`` of ``src/`` and three of its ``lib/`` jars (jeval, commons-math3, commons-lang3) into
-   ``~/.cache/hcep/sasepp``, then ``javac`` of ``edu.umass.cs.sase.UI.HadoopUsecasePreciseUI`` and what it uses.
-   Nothing of that code is kept in this repository.
+   ``~/.cache/hcep/sasepp``, then ``javac`` of ``edu.umass.cs.sase.UI.HadoopUsecasePreciseUI`` and what it uses,
+   and of a driver of ours that makes the UI's calls and reports CPU time (``sasepp_build``).  Nothing of SASE++'s
+   code is kept in this repository.
 2. **Converts** our events (JSON lines, docs/semantics.md section 1) to its input (``HadoopEvent`` / ``GangliaEvent``
    lines: ``h,ms,Type,jobId,taskId,attempt,node,value,segments`` and ``g,ms,Type,node,value``): the authors' type
    names (``MapPeriod``, ``PullPeriod``, ``HadoopDataActivity``, ``balance``, ``balance-standarddeviation``...),
@@ -18,10 +19,11 @@ What it does:
    ``sasepp_queries``).  Raw ``Metric`` events are not converted: no query reads them.
 3. **Runs** Q1-Q6 of ``queries/hadoop.yaml`` and ``Q4flat`` on both: the NFA files, the UI's flags and why each is
    written so are in ``benchmarks/peers/sasepp_queries.py`` (postponing for a Kleene state followed by another type,
-   one partition for Q5/Q6, Q4's prefixes with a final singleton).  SASE++ is timed by its own profiler (``Total
-   Running Time``: wall clock of the engine over the loaded stream; the best of ``--repeat`` runs in one JVM, so the
-   JIT has warmed up); ours by CPU seconds of feeding the decoded events (``StreamedMatch``, sorted, records built,
-   growing runs as increments; the best of ``--repeat``), wall seconds beside it.
+   one partition for Q5/Q6, Q4's prefixes with a final singleton).  SASE++ is timed by the process's CPU seconds
+   over ``runEngine`` (the main thread's beside it, and its own profiler's wall clock, ``Total Running Time``; the
+   best of ``--repeat`` runs in one JVM, so the JIT has warmed up); ours by CPU seconds of feeding the decoded events
+   (``StreamedMatch``, sorted, records built, growing runs as increments; the best of ``--repeat``), wall seconds
+   beside it.  Rows compared on printed matches (``distinct``, ``first``) run SASE++ once more, untimed.
 
 SASE++ evaluates timestamps as given; so, by default, do we: our side reads the same events without ``delta``
 (precise) at a 1 ms tick, the resolution of SASE++'s timestamps, so that the match counts can be compared
