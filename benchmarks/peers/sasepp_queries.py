@@ -27,16 +27,18 @@ What the authors' engine (github.com/haopeng/sase-advanced, ``HadoopUsecasePreci
   per prefix of two or more events (our Q4 also writes the one-event prefix: one record more per job with a
   ``DataIO``).  Each match copies the whole prefix, so its cost is quadratic in a job's ``DataIO`` count.
 - **Skip-till-next-match does not split a run** (``evaluateEventOptimizedForSkipTillNext``): an event that satisfies
-  both the take and the proceed formula proceeds, and the proceed is not checked against the window.  SPEC section 4
-  splits the run (the taking branch finds the reducer's later slow pulls too) and applies the window to every event.
+  both the take and the proceed formula proceeds, and the proceed is not checked against the window.  Ours
+  (docs/semantics.md section 4) splits the run (the taking branch finds the reducer's later slow pulls too) and applies
+  the window to every event.
   So SASE++'s Q3 is the *first* slow pull of each reducer (plus those whose slow pull comes after the window): Q3 is
   compared as ``first``.
 - **Values are Java ints**: ``AVG`` is the truncated integer mean (``ValueVectorElementAvg``), so Q3's
   ``value / 2 > AVG($2.value)`` can differ from our ``c.period > 2 * avg(b[].period)`` when the mean is not whole ms.
   The converter writes ``PullPeriod`` values in half-milliseconds: every value is then even, ``value / 2`` a whole
   number n, and for a whole n, ``n > floor(mean)`` exactly when ``n > mean``: the authors' predicate computes ours.
-- **Windows**: SASE++ keeps an event when ``ts - first <= W``, SPEC section 2 when ``t_last - t_first < W``; the NFA
-  files say ``W - 1`` ms (Balance samples fall on whole 15 s, so spans of exactly 10 minutes occur).
+- **Windows**: SASE++ keeps an event when ``ts - first <= W``, docs/semantics.md section 2 when
+  ``t_last - t_first < W``; the NFA files say ``W - 1`` ms (Balance samples fall on whole 15 s, so spans of exactly
+  10 minutes occur).
 """
 
 from __future__ import annotations
