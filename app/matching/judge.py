@@ -37,8 +37,13 @@ def judge(
     runner = PackRunner(pack, umax, shedding=False, limits=limits, lazy_ids=True, increments=True)
     engine = AlertEngine(pack)
     now = -math.inf
-    # Stamps (the clocks of types no query reads) go through as the feeders take them; the engine types them Event.
+    # Only the types the pack needs, as the service feeds them (app.stream.loop: an event of another type, and a
+    # stamp, only moves the watermark): fed, they would move the imprecise evaluators' clock and release a record
+    # at an earlier event than hcep run does, so that an alert would start or resolve at another stream time.
+    types = runner.types
     for ev in sort_events(cast("Sequence[Event]", events)):
+        if types is not None and ev.type not in types:
+            continue
         t = ev.t * tick  # stream time: the event's point in seconds, as the service counts it
         if t > now:
             now = t

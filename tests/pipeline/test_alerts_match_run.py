@@ -35,12 +35,6 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict
     return path, events
 
 
-@pytest.mark.xfail(
-    reason="known defect (issue 26's one driver): hcep run decides a few alerts of the new absence rules (a negation "
-    "closed by a Ganglia round) at other stream times than hcep match --alerts (6 of 76 transitions on this "
-    "cluster); the rules' clock differs between the two drivers",
-    strict=False,
-)
 def test_match_alerts_prints_what_run_sends(
     kafka_broker: Broker,
     prefix: str,
