@@ -136,8 +136,9 @@ class StreamGroup:
             self.chains = dict(state.get("chains") or {})
             if state["snap"] is not None:
                 # The runner's snapshot is the pack feeder's (the format of the bare PackFeeder this group held
-                # before: older checkpoints restore unchanged).  Drop counts are not state: they start again at 0.
+                # before: older checkpoints restore unchanged).  Drops it holds were reported when they happened.
                 self.runner.restore(state["snap"])
+                self.drops_seen = dict(self.runner.limit_drops())
 
     @property
     def runner(self) -> Any:

@@ -26,9 +26,14 @@ class DictStore(dict):
 
 
 def run_batches(
-    plan: StreamPlan, batches: Iterable[Sequence[tuple[str, int, str]]], *, end: bool = True
+    plan: StreamPlan,
+    batches: Iterable[Sequence[tuple[str, int, str]]],
+    *,
+    end: bool = True,
+    drops: dict[str, int] | None = None,
 ) -> tuple[list[dict[str, Any]], list[tuple]]:
-    """``batches``: lists of (file name, line number, text).  Returns (records in emission order, dead rows)."""
+    """``batches``: lists of (file name, line number, text).  Returns (records in emission order, dead rows);
+    ``drops``, when given, gets what the memory bounds dropped per query (the operator's drops rows)."""
     compiled = compiled_for(plan)
     metas: dict[int, Any] = {}
     stores: dict[int, DictStore] = {b: DictStore() for b in range(plan.buckets)}
@@ -60,4 +65,9 @@ def run_batches(
             got.sort(key=lambda r: tuple(r[c] for c in ORDER))
             records.extend(_record(r) for r in got)
             dead.extend(r for r in out if r[0] == "dead")
+            if drops is not None:
+                for r in out:
+                    if r[0] == "dropped":
+                        row = dict(zip(OUT_COLUMNS, r, strict=True))
+                        drops[row["query"]] = drops.get(row["query"], 0) + row["emit_idx"]
     return records, dead

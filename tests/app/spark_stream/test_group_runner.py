@@ -1,0 +1,93 @@
+"""A stream group is fed through the one driver (:class:`engine.evaluate.PackRunner`, issue 26): the pack's memory
+bounds apply in the operator as in ``hcep match`` (same records, same drops, also when every micro-batch restores its
+groups from their snapshots), and a group state written by the bare pack feeder the groups held before restores."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.app.spark.helpers import assert_same_records
+from tests.app.spark_stream.conftest import ROOT, stream_plan, write_events
+from tests.app.spark_stream.simulate import run_batches
+
+BLOWUP = ROOT / "tests" / "app" / "spark" / "data" / "blowup_pack.yaml"
+
+
+def _events(jobs: int = 3, a: int = 30, b: int = 8) -> list[dict]:
+    """Per job: ``a`` A's, ``b`` B's, one C, a second apart (the pack's comment says how it blows up)."""
+    out: list[dict] = []
+    t = 1_700_000_000.0
+    for k in range(jobs):
+        for etype, n in (("A", a), ("B", b), ("C", 1)):
+            for _ in range(n):
+                out.append({"type": etype, "ts": t, "job_id": f"job_{k}", "id": f"e{len(out)}"})
+                t += 1.0
+    return out
+
+
+def _match(path: Path) -> tuple[list[dict], dict[str, int]]:
+    """``hcep match``'s records and its drop report (stderr) per query."""
+    from app.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["match", str(path), "--pack", str(BLOWUP)]) == 0
+    found = re.search(r"dropped partial matches \([^)]*\): (.*?) \(--max-runs", err.getvalue())
+    assert found, err.getvalue()
+    drops = {name: int(n.replace(",", "")) for name, n in (p.split() for p in found.group(1).split(", "))}
+    return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()], drops
+
+
+@pytest.mark.parametrize("restore_every_batch", [False, True])
+def test_bounded_like_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, restore_every_batch: bool) -> None:
+    from app.spark.stream import state
+
+    if restore_every_batch:  # no group kept restored by the worker: each micro-batch restores from the snapshots
+        monkeypatch.setattr(state, "LIVE_GROUPS", 0)
+        state._LIVE.clear()
+    events = _events()
+    want, want_drops = _match(write_events(events, tmp_path / "e.jsonl"))
+    lines = [("f.jsonl", i, json.dumps(e)) for i, e in enumerate(events)]
+    drops: dict[str, int] = {}
+    got, dead = run_batches(
+        stream_plan(BLOWUP, buckets=2), [lines[i : i + 10] for i in range(0, len(lines), 10)], drops=drops
+    )
+    assert not dead and want_drops["next"] == 3 * 10
+    assert_same_records(got, want)
+    assert drops == want_drops
+
+
+def test_a_group_state_of_the_bare_feeder_restores(tmp_path: Path) -> None:
+    """Checkpoints written before the runner hold a bare PackFeeder's snapshot: the runner reads it as its own."""
+    from app.spark.stream.state import StreamGroup, compiled_for
+    from engine.evaluate import PackFeeder, make_matcher, write_increments
+    from engine.events import decoder_for
+
+    plan = stream_plan(BLOWUP, buckets=1)
+    compiled = compiled_for(plan)
+    fam = plan.families[0]
+    decode = decoder_for(plan.tick).event
+    events = [decode(e, i + 1) for i, e in enumerate(_events(jobs=1, a=2, b=3))]  # under the bounds
+    half = len(events) // 2
+
+    def bare() -> PackFeeder:  # how StreamGroup built its evaluators before
+        matchers = [make_matcher(compiled[q], plan.umax) for q in fam.keyed]
+        write_increments(matchers, True)
+        return PackFeeder(matchers, plan.umax)
+
+    whole = bare()
+    want = [r for ev in events for r in whole.feed(ev)] + whole.flush()
+    old = bare()
+    for ev in events[:half]:
+        old.feed(ev)
+    blob = {"own": {}, "pend": [], "started": True, "lo": None, "hi": None, "idx": 0, "fed": None}
+    group = StreamGroup(plan, fam, "job_0", compiled, {**blob, "first": {}, "chains": {}, "snap": old.snapshot()})
+    got = [r for ev in events[half:] for _, r in group.runner.feed(ev)] + [r for _, r in group.runner.flush()]
+    tail = [r for ev in events[half:] for r in old.feed(ev)] + old.flush()
+    assert got == tail and want[-len(tail) :] == tail and len(tail) > 5
