@@ -5,7 +5,11 @@ code that must not know which one it holds (the pack runner, the pSPICE wrapper,
 Spark job).  Everything they need is here; nothing above reads an evaluator's internals.
 
 - :class:`Evaluator` -- feed events, advance the clock, flush, snapshot/restore to plain data, stats, the replay
-  horizon, memory bounds.  Every evaluator implements it.
+  horizon, memory bounds, and what a one-pass feeder (:mod:`engine.onepass`) needs to skip it for events it does
+  not read: the types it wants (:meth:`~Evaluator.wants`), when it next has work without an event
+  (:meth:`~Evaluator.due`), the shared clock (:meth:`~Evaluator.clock`, :meth:`~Evaluator.set_clock`) and whether it
+  refuses events out of time order (``ordered``).  Every evaluator implements it, the composites too.
+- :func:`window_horizon` -- the replay horizon of a windowed evaluator (the one formula every evaluator uses).
 - :class:`Sheddable` -- the optional hooks of an evaluator that holds runs a load shedder may drop (pSPICE).
 - :func:`register` -- a class decorator: the registry (:func:`registered`) is what
   :func:`engine.evaluate.make_matcher` picks from and what ``tests/engine/conformance`` runs, so a new evaluator gets
@@ -23,7 +27,20 @@ from engine.events import Event
 from engine.limits import Limits
 from engine.snapshot import EventCodec
 
-__all__ = ["Clock", "Evaluator", "EvaluatorKind", "Record", "Sheddable", "Stats", "register", "registered"]
+__all__ = [
+    "NEVER",
+    "Clock",
+    "Due",
+    "Evaluator",
+    "EvaluatorKind",
+    "OutOfOrderError",
+    "Record",
+    "Sheddable",
+    "Stats",
+    "register",
+    "registered",
+    "window_horizon",
+]
 
 #: A match record (docs/semantics.md section 5), or a trend-aggregate record (one per group and window).
 Record = dict[str, Any]
@@ -44,6 +61,28 @@ class Clock(NamedTuple):
 
 
 START = Clock(-math.inf, -math.inf, 0, 0)
+
+#: ``(safe, fed)``: an evaluator has work without an event of its own once the stream's safe bound
+#: (``clock.now - clock.umax``) reaches ``safe`` or its event count (``clock.fed``) reaches ``fed``
+#: (:meth:`Evaluator.due`).  A plain tuple: the one-pass feeder asks for it on its hot path.
+Due = tuple[float, float]
+#: Nothing due until an event of the evaluator's own comes.
+NEVER: Due = (math.inf, math.inf)
+
+
+class OutOfOrderError(ValueError):
+    """An event older than one already fed to an evaluator that needs time order (``Evaluator.ordered``; see the
+    service's watermark)."""
+
+
+def window_horizon(last_t: float, window: int | None, umax: int) -> float:
+    """Ticks: the replay horizon of an evaluator whose partial matches live at most ``window`` ticks, after stream
+    time ``last_t`` under the uncertainty bound ``umax``: a run open at ``last_t`` started less than a window before
+    it, and ``2 W + 4 U`` covers the midpoint order of imprecise events on both sides (the rule ``app.checkpoint``
+    documents).  No window, or nothing fed: -inf (everything must be replayed)."""
+    if last_t == -math.inf or window is None:
+        return -math.inf
+    return math.floor(last_t) - 2 * window - 4 * umax - 1
 
 
 @dataclass(frozen=True)
@@ -67,9 +106,21 @@ class Evaluator(Protocol):
     that name its type.  ``snapshot()`` is plain data (:mod:`engine.snapshot`); ``restore(s)`` on an evaluator built
     the same way makes it continue exactly as the one snapshotted would: the same records, in the same order, with
     the same confidences.
+
+    **Fed by a one-pass feeder** (:mod:`engine.onepass`): an evaluator reads the types :meth:`wants` names (None: it
+    is fed every event); an event of another type only moves the stream's clock, which the feeder keeps once for all
+    and hands over with :meth:`set_clock` just before the evaluator's next ``feed`` (state only: no records, no work).
+    Between its own events the evaluator has work only once the clock passes :meth:`due`; the feeder then calls
+    :meth:`advance`.  Feeding through a feeder gives the same records, in the same order, as feeding every event to
+    every evaluator in turn.  ``ordered``: an event earlier (``Event.t``) than one already fed raises
+    :class:`OutOfOrderError` -- also for an event the evaluator does not read, so a feeder checks it on its behalf.
+    ``bounds``: it reads the clock's ``now`` and ``umax`` (the interval bounds: its due may be a safe bound); a feeder
+    of evaluators that do not may leave them untracked, and their due is never a safe bound.
     """
 
     name: str
+    ordered: bool
+    bounds: bool
 
     def feed(self, ev: Event) -> list[Record]: ...
 
@@ -93,6 +144,31 @@ class Evaluator(Protocol):
         ...
 
     def set_limits(self, limits: Limits) -> None: ...
+
+    def set_output(self, *, increments: bool | None = None, lazy_ids: bool | None = None) -> None:
+        """How records are written (None: as they are): ``increments``, a growing run's records after its first as
+        the events taken since (docs/semantics.md section 5; off: whole signatures); ``lazy_ids``, Kleene ids built
+        when read (records that only meet the alert rules).  An evaluator that writes neither ignores them."""
+        ...
+
+    def wants(self) -> frozenset[str] | None:
+        """The event types this evaluator must be fed; None: every event (a contiguity strategy, a trend window that
+        closes on any event, a subclass that overrides ``feed``)."""
+        ...
+
+    def due(self) -> Due:
+        """When this evaluator next has work without an event it wants (a closing event or a held record due, a
+        buffer to prune, runs to sweep): see :data:`Due`.  Valid until its next ``feed``, ``advance`` or ``restore``."""
+        ...
+
+    def clock(self) -> Clock:
+        """This evaluator's clock, as far as it keeps one (fields it does not track are at :data:`START`'s)."""
+        ...
+
+    def set_clock(self, clock: Clock) -> None:
+        """The stream's clock, moved by events this evaluator was not fed (each field only forward): state only, no
+        records and no work (that is :meth:`advance`'s); the next ``feed`` acts on it."""
+        ...
 
 
 @runtime_checkable

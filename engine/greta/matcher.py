@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from engine.evaluator import Clock, Record, Stats, register
+from engine.evaluator import NEVER, START, Clock, Due, Record, Stats, register, window_horizon
 from engine.events import Event
 from engine.greta import state
 from engine.greta.aggregates import Layout, TrendAgg, to_output
@@ -118,10 +118,28 @@ class _TrendOutput:
 
     def horizon(self, last_t: float, umax: int) -> float:
         """The windows open at ``last_t`` started less than WITHIN before it (the NFA^b runtime's rule)."""
-        w = self.cq.window
-        if last_t == -math.inf or w is None:
-            return -math.inf
-        return math.floor(last_t) - 2 * w - 4 * umax - 1
+        return window_horizon(last_t, self.cq.window, umax)
+
+    def set_output(self, *, increments: bool | None = None, lazy_ids: bool | None = None) -> None:
+        """Nothing to set: one aggregate record per group and window."""
+
+    # A trend window closes on any later event, so a trend evaluator is fed every event: it never misses one, and
+    # the clock it is handed only counts (moving its time without closing the windows passed would lose them).
+    ordered = True
+    bounds = False
+
+    def wants(self) -> frozenset[str] | None:
+        return None
+
+    def due(self) -> Due:
+        return NEVER
+
+    def clock(self) -> Clock:
+        return Clock(self.now, START.now, START.umax, self.fed)
+
+    def set_clock(self, clock: Clock) -> None:
+        if clock.fed > self.fed:
+            self.fed = clock.fed
 
     def stats(self) -> Stats:
         return Stats(self.fed, self.matches, self.runs_alive())

@@ -33,7 +33,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engine.evaluator import Clock, Record, Stats, register
+from engine.evaluator import START, Clock, Due, Record, Stats, register, window_horizon
 from engine.events import Event
 from engine.imprecise import state
 from engine.imprecise.buffers import TypeBuffer
@@ -41,6 +41,7 @@ from engine.imprecise.confidence import Confidence, _chain_confidence, signature
 from engine.imprecise.enumeration import plan_enumeration
 from engine.imprecise.segments import Meter, WorkExceeded
 from engine.limits import Limits
+from engine.onepass import feed_alone
 from engine.output import key_of, return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.consistency import is_monotone
@@ -184,47 +185,17 @@ class ImpreciseMatcher:
         return []
 
     def feed_many(self, events: Iterable[Event]) -> list[dict[Any, Any]]:
-        """``feed`` each event in turn and concatenate the records (the same records, in the same order).
-
-        An event of a type the query does not name only moves the safe bound; here that costs a few local-variable
-        updates instead of a method call, which is most of a pack's per-query cost on a Hadoop stream."""
-        out: list[dict[Any, Any]] = []
-        relevant = self.buffers
-        feed = self.feed
-        now, umax, fed = self.now, self.umax, self.fed
-        wake, prune_at = self.wake, self.prune_at
-        for ev in events:
-            if ev.type in relevant:
-                self.now, self.umax, self.fed = now, umax, fed
-                got = feed(ev)
-                if got:
-                    out.extend(got)
-                now, umax, fed = self.now, self.umax, self.fed
-                wake, prune_at = self.wake, self.prune_at
-                continue
-            tlo = ev.tlo
-            if tlo > now:
-                now = tlo
-            width = ev.thi - tlo
-            if width > umax:
-                umax = width
-            fed += 1
-            safe = now - umax
-            if safe > wake or safe >= prune_at:
-                self.now, self.umax, self.fed = now, umax, fed
-                if safe >= prune_at:
-                    self._prune(safe)
-                if safe > wake:
-                    out.extend(self._close(safe))
-                wake, prune_at = self.wake, self.prune_at
-        self.now, self.umax, self.fed = now, umax, fed
-        return out
+        """``feed`` each event in turn and concatenate the records (the same records, in the same order), through
+        the one feed loop (:func:`engine.onepass.feed_alone`): an event of a type the query does not name only moves
+        the safe bound, which costs a few local-variable updates instead of a method call -- most of a pack's
+        per-query cost on a Hadoop stream."""
+        return feed_alone(self, events)
 
     def advance(self, clock: Clock) -> list[Record]:
         """What ``feed`` does for events of types the query does not name, given the clock they leave behind: the
         largest lower bound ``clock.now``, the widest interval ``clock.umax`` and the events counted ``clock.fed``
-        (:class:`engine.evaluate.PackFeeder` calls it only when the safe bound passes :attr:`wake` or
-        :attr:`prune_at`, and sets the clock lazily before each ``feed``).  A clock behind this one moves nothing."""
+        (a one-pass feeder calls it only once the safe bound passes :meth:`due`, and hands the clock over with
+        :meth:`set_clock` before each ``feed``).  A clock behind this one moves nothing."""
         if clock.now > self.now:
             self.now = clock.now
         if clock.umax > self.umax:
@@ -262,15 +233,45 @@ class ImpreciseMatcher:
         """The window rule of the NFA^b runtime (a signature open at ``last_t`` started less than a window before it,
         give or take the safe-emit delay), and a held distinct record keeps its best signature, whose start bounds
         what can still replace it."""
-        if last_t == NEG_INF or self.window is None:
-            return NEG_INF
-        h: float = math.floor(last_t) - 2 * self.window - 4 * umax - 1
+        h = window_horizon(last_t, self.window, umax)
+        if h == NEG_INF:
+            return h
         tick = self.cq.tick
         for _conf, record, _deadline in self.held.values():
             start = record.get("start")
             if start is not None:
                 h = min(h, math.floor(start / tick) - umax - 1)
         return h
+
+    # ------------------------------------------------------------------ fed by a one-pass feeder (engine.onepass)
+
+    ordered = False
+    bounds = True  # its safe bound is now - umax
+
+    def wants(self) -> frozenset[str] | None:
+        """The types of the components and negations (a subclass that overrides :meth:`feed` gets every event)."""
+        if type(self).feed is not ImpreciseMatcher.feed:
+            return None
+        return frozenset(self.buffers)
+
+    def due(self) -> Due:
+        """The safe bound at which a pending closing event or held record is due (strictly past :attr:`wake`) or the
+        buffers are next pruned (:attr:`prune_at`)."""
+        return (min(math.nextafter(self.wake, math.inf), self.prune_at), math.inf)
+
+    def clock(self) -> Clock:
+        return Clock(START.t, self.now, self.umax, self.fed)
+
+    def set_clock(self, clock: Clock) -> None:
+        if clock.now > self.now:
+            self.now = clock.now
+        if clock.umax > self.umax:
+            self.umax = clock.umax
+        if clock.fed > self.fed:
+            self.fed = clock.fed
+
+    def set_output(self, *, increments: bool | None = None, lazy_ids: bool | None = None) -> None:
+        """Nothing to set: every signature is written whole, with its ids (no run grows record by record)."""
 
     def set_limits(self, limits: Limits) -> None:
         self.max_signatures_per_closing = limits.runs_per_key

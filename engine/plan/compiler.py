@@ -226,12 +226,17 @@ def compile_query(
         )
         comp.take = conjunction([compiled(e, Placement(comp.var, "take", index, agg_slots)) for e in comp.take_exprs])
     for neg in negations:
+        later = False  # a positive component after the one that closes the gap: unplaced when the gap closes
         for expr in neg.exprs:
             for var, forms in references(expr).items():
                 if var in kleene_vars and forms & {"first", "last"}:
                     neg.order_dependent = True
                     if index[var] > neg.after + 1 or (index[var] == neg.after + 1 and forms - {"first"}):
                         neg.deferred = True
+                if index.get(var, -1) > neg.after + 1:
+                    later = True
+        if neg.order_dependent and later:  # checked once the signature is complete, not as the gap closes
+            neg.deferred = True
         neg.check = conjunction([compile_expr(e, Placement(neg.var, "complete", index, agg_slots)) for e in neg.exprs])
     complete = Placement(None, "complete", index, agg_slots)
     final = conjunction([compiled(e, complete) for e in final_exprs])

@@ -21,10 +21,11 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from contracts.records import IncrementIds, record_id
-from engine.evaluator import Clock, Record, Stats, register
+from engine.evaluator import START, Clock, Due, Record, Stats, register, window_horizon
 from engine.events import Event
 from engine.language.ast import Aggregate, walk
 from engine.limits import Limits
+from engine.onepass import feed_alone
 from engine.output import key_of, return_key
 from engine.plan.compiler import CompiledQuery
 from engine.plan.predicates import KleeneCell, references
@@ -170,35 +171,10 @@ class Matcher:
             pools.setdefault(key_of(r.eqv[0]), []).append(r)
 
     def feed_many(self, events: Iterable[Event]) -> list[dict[Any, Any]]:
-        """``feed`` each event in turn and concatenate the records (the same records, in the same order).
-
-        Under the skipping strategies an event of a type the query does not name only moves the clock (and counts
-        towards the periodic sweep); here that costs a few local-variable updates instead of a method call."""
-        if not self.skip_irrelevant:
-            return [r for ev in events for r in self.feed(ev)]
-        out: list[dict[Any, Any]] = []
-        slow = self.relevant | self.neg_types
-        feed = self.feed
-        now, fed = self.now, self.fed
-        for ev in events:
-            if ev.type in slow:
-                self.now, self.fed = now, fed
-                got = feed(ev)
-                if got:
-                    out.extend(got)
-                now, fed = self.now, self.fed
-                continue
-            t = ev.t
-            if t < now:
-                self.now, self.fed = now, fed
-                raise OutOfOrderError(f"event {ev.id} at tick {t} arrived after tick {now}")
-            now = t
-            fed += 1
-            if fed % SWEEP_EVERY == 0:
-                self.now, self.fed = now, fed
-                self.sweep()
-        self.now, self.fed = now, fed
-        return out
+        """``feed`` each event in turn and concatenate the records (the same records, in the same order), through
+        the one feed loop (:func:`engine.onepass.feed_alone`): under the skipping strategies an event of a type the
+        query does not name only moves the clock (and counts towards the periodic sweep)."""
+        return feed_alone(self, events)
 
     def flush(self) -> list[dict[Any, Any]]:
         """End of input: nothing is held back by the precise runtime."""
@@ -231,11 +207,39 @@ class Matcher:
         return Stats(self.fed, self.matches, self.alive, self.shed_runs, self.dropped_runs)
 
     def horizon(self, last_t: float, umax: int) -> float:
-        """A run open at ``last_t`` started less than a window before it; ``2 W + 4 U`` covers the midpoint order of
-        imprecise events on both sides (the rule ``app.checkpoint`` documents)."""
-        if last_t == NEG_INF or self.window is None:
-            return NEG_INF
-        return math.floor(last_t) - 2 * self.window - 4 * umax - 1
+        """A run open at ``last_t`` started less than a window before it (:func:`engine.evaluator.window_horizon`)."""
+        return window_horizon(last_t, self.window, umax)
+
+    # ------------------------------------------------------------------ fed by a one-pass feeder (engine.onepass)
+
+    ordered = True
+    bounds = False  # it reads the clock's t and fed only (events at their midpoint)
+
+    def wants(self) -> frozenset[str] | None:
+        """Under the skipping strategies the types the query names (its components and negations); the contiguity
+        strategies see every event, and so does a subclass that overrides :meth:`feed`."""
+        if not self.skip_irrelevant or type(self).feed is not Matcher.feed:
+            return None
+        return frozenset(self.relevant) | frozenset(self.neg_types)
+
+    def due(self) -> Due:
+        """The periodic sweep: at the next multiple of ``SWEEP_EVERY`` events."""
+        return (math.inf, (self.fed // SWEEP_EVERY + 1) * SWEEP_EVERY)
+
+    def clock(self) -> Clock:
+        return Clock(self.now, START.now, START.umax, self.fed)
+
+    def set_clock(self, clock: Clock) -> None:
+        if clock.t > self.now:
+            self.now = clock.t
+        if clock.fed > self.fed:
+            self.fed = clock.fed
+
+    def set_output(self, *, increments: bool | None = None, lazy_ids: bool | None = None) -> None:
+        if increments is not None:
+            self.increments = increments
+        if lazy_ids is not None:
+            self.lazy_ids = lazy_ids
 
     def set_limits(self, limits: Limits) -> None:
         self.max_runs_per_key = limits.runs_per_key

@@ -1,8 +1,12 @@
-"""A partial match of the NFA^b runtime, and the error for events fed out of time order."""
+"""A partial match of the NFA^b runtime (and, re-exported, the error for events fed out of time order)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from engine.evaluator import OutOfOrderError
+
+__all__ = ["OutOfOrderError", "Run"]
 
 
 class Run:
@@ -36,7 +40,3 @@ class Run:
     def clone(self) -> Run:
         """A copy that shares the bindings; it starts no chain of its own records (its next record is whole)."""
         return Run(self.k, self.kin, self.bind.copy(), self.t_first, self.t_last, self.t_prev, self.eqv)
-
-
-class OutOfOrderError(ValueError):
-    """An event older than one already fed: the precise runtime needs time order (see the service's watermark)."""

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engine.evaluator import Clock, Evaluator, Record, Sheddable, Stats
+from engine.evaluator import NEVER, START, Clock, Due, Evaluator, Record, Sheddable, Stats
 from engine.events import Event
 from engine.limits import Limits
 from engine.shedding.config import SheddingConfig
@@ -68,7 +68,7 @@ class SheddingMatcher:
     """One or more matchers (a pack's queries) behind a latency bound; see the module docstring.
 
     ``feeder``: an evaluator over the same ``matchers`` that feeds them (a pack runner's one-pass
-    :class:`engine.evaluate.PackFeeder`: each event only to the queries naming its type, the same records); default:
+    :class:`engine.onepass.PackFeeder`: each event only to the queries naming its type, the same records); default:
     every event to every matcher in turn.  ``clock`` must be on the same base as the ``arrival`` times given to
     :meth:`feed` (``time.time`` for Kafka timestamps).  ``cost_model`` replaces measured times by deterministic ones
     (tests, benchmarks).  ``sync_rebuild``
@@ -96,7 +96,7 @@ class SheddingMatcher:
         self.config = config = config or SheddingConfig()
         self.enabled = config.enabled
         self.policy = config.policy
-        self.clock = clock
+        self.wall = clock  # wall-clock seconds (the arrival times' base); clock() is the stream's
         self.cost = cost_model
         self.nlevels = config.utility_levels
         self.observe_every = config.observe_every
@@ -228,6 +228,45 @@ class SheddingMatcher:
         for m in self.matchers:
             m.set_limits(limits)
 
+    def set_output(self, *, increments: bool | None = None, lazy_ids: bool | None = None) -> None:
+        for m in self.matchers:
+            m.set_output(increments=increments, lazy_ids=lazy_ids)
+
+    # ------------------------------------------------------------------ fed by a one-pass feeder (engine.onepass)
+    # Through the feeder when there is one; else the matchers, each fed every event (_feed_all), keep their own.
+
+    @property
+    def ordered(self) -> bool:
+        return any(m.ordered for m in self.matchers)
+
+    @property
+    def bounds(self) -> bool:
+        return any(m.bounds for m in self.matchers)
+
+    def wants(self) -> frozenset[str] | None:
+        """Every event: it is counted (a shedder's observation period and event-dropping baseline count them all)."""
+        return None
+
+    def due(self) -> Due:
+        if self.feeder is not None:
+            return self.feeder.due()
+        return NEVER
+
+    def clock(self) -> Clock:
+        if self.feeder is not None:
+            return self.feeder.clock()
+        clocks = [m.clock() for m in self.matchers]
+        return Clock(
+            max((c.t for c in clocks), default=START.t),
+            max((c.now for c in clocks), default=START.now),
+            max((c.umax for c in clocks), default=START.umax),
+            max((c.fed for c in clocks), default=START.fed),
+        )
+
+    def set_clock(self, clock: Clock) -> None:
+        for m in [self.feeder] if self.feeder is not None else self.matchers:
+            m.set_clock(clock)
+
     def _feed_all(self, ev: Event) -> list[dict[Any, Any]]:
         if self.feeder is not None:
             return self.feeder.feed(ev)
@@ -254,7 +293,7 @@ class SheddingMatcher:
         lq = -1.0
         if arrival is not None and qs:
             lat.observe_arrival(arrival)
-            lq = (now if now is not None else self.clock()) - arrival
+            lq = (now if now is not None else self.wall()) - arrival
             if lq < 0.0:
                 lq = 0.0
         n_pm = 0

@@ -84,15 +84,15 @@ def test_feed_many_equals_feed(seed: int) -> None:
 
 
 @pytest.mark.parametrize("chunk", [1, 13])
-def test_a_one_query_pack_is_fed_directly(chunk: int) -> None:
-    """One matcher: the feeder hands it every event (no routing) and counts them as it would for several."""
+def test_a_one_query_pack_is_fed_through_the_same_loop(chunk: int) -> None:
+    """One matcher: the feeder gives the records of feeding it every event, and counts them as it would for
+    several."""
     events = _random_stream(3, 200)
     widest = max(e.thi - e.tlo for e in events)
     for i, (q, s, o, c) in enumerate(MIXED):
         cq = compile_query(q, name=f"q{i}", strategy=s, output=o, confidence=c, tick=TICK)
         want = _sequential([cq], events, widest)
         feeder = PackFeeder([make_matcher(cq, widest)], widest)
-        assert feeder.single is not None
         got = [r for j in range(0, len(events), chunk) for r in feeder.feed_many(events[j : j + chunk])]
         assert got + feeder.flush() == want, q
         assert feeder.fed == len(events)

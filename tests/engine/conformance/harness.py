@@ -3,7 +3,8 @@ through a snapshot/restore at a given point, fed out of order under a watermark,
 brute-force references (``tests/reference.py``, ``tests/possible_worlds.py``, the trend oracle of
 ``tests/engine/test_greta``).
 
-Everything here goes through :class:`engine.evaluator.Evaluator` only.
+Everything here goes through :class:`engine.evaluator.Evaluator` only; ``via`` (:data:`VIAS`) says whether the
+evaluator is checked bare or inside the composites the one driver (:class:`engine.evaluate.PackRunner`) builds.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ import math
 import random
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
+from engine.evaluate import PackRunner
 from engine.evaluator import Clock, Evaluator, EvaluatorKind
 from engine.events import Event
 from engine.language import ast
+from engine.limits import Limits
 from engine.plan.compiler import CompiledQuery
 from engine.runtime.matcher import OutOfOrderError, sort_events
+from engine.shedding import SheddingConfig
 from tests.engine.test_engine_vs_reference import _fmt_sig, _same_returns
 from tests.possible_worlds import possible_worlds
 from tests.reference import reference_any, reference_nfa
@@ -27,10 +31,25 @@ from tests.reference import reference_any, reference_nfa
 TICK = 1.0
 
 
-def build(kind: EvaluatorKind, cq: CompiledQuery, umax: int) -> Evaluator:
-    m = kind.cls(cq, umax)
+#: How an evaluator is built and fed: bare (``kind.cls(cq, umax)``), or as the one driver builds it for a pack
+#: (:meth:`engine.evaluate.PackRunner.of`): its one-pass feeder (:class:`engine.onepass.PackFeeder`), or pSPICE's
+#: wrapper over that feeder (:class:`engine.shedding.SheddingMatcher`, shedding on; no arrival time, so nothing is
+#: shed and the records are the bare evaluator's).  Each is an :class:`Evaluator` and passes the same checks.
+VIAS = ("evaluator", "pack", "shedder")
+SHEDDING = SheddingConfig(enabled=True, min_observations=0, observe_every=1)
+
+
+def build(kind: EvaluatorKind, cq: CompiledQuery, umax: int, via: str = "evaluator") -> Evaluator:
+    if via == "evaluator":
+        m: Any = kind.cls(cq, umax)
+    else:
+        runner = PackRunner.of(
+            [cq], umax, kind=kind.name, limits=Limits(None, None), shedding=SHEDDING if via == "shedder" else None
+        )
+        m = runner.feeder if via == "pack" else runner.shedder
+        assert m is not None and type(runner.matchers[0]) is kind.cls
     assert isinstance(m, Evaluator), f"{kind.name}: {type(m).__name__} does not implement the Evaluator protocol"
-    return m
+    return cast(Evaluator, m)
 
 
 def widest(events: Sequence[Event]) -> int:
@@ -42,10 +61,12 @@ def fresh(events: Sequence[Event]) -> list[Event]:
     return [Event(e.type, e.ts, dict(e.attrs), id=e.id, seq=e.seq, lo=e.lo, hi=e.hi, tick=TICK) for e in events]
 
 
-def run(kind: EvaluatorKind, cq: CompiledQuery, events: Sequence[Event], umax: int | None = None) -> list[dict]:
+def run(
+    kind: EvaluatorKind, cq: CompiledQuery, events: Sequence[Event], umax: int | None = None, via: str = "evaluator"
+) -> list[dict]:
     """Uninterrupted: the stream in time order, then flush."""
     ordered = sort_events(fresh(events))
-    m = build(kind, cq, widest(ordered) if umax is None else umax)
+    m = build(kind, cq, widest(ordered) if umax is None else umax, via)
     out: list[dict] = []
     for ev in ordered:
         out.extend(m.feed(ev))
@@ -53,17 +74,19 @@ def run(kind: EvaluatorKind, cq: CompiledQuery, events: Sequence[Event], umax: i
     return out
 
 
-def run_restored(kind: EvaluatorKind, cq: CompiledQuery, events: Sequence[Event], cut: int) -> tuple[list[dict], str]:
+def run_restored(
+    kind: EvaluatorKind, cq: CompiledQuery, events: Sequence[Event], cut: int, via: str = "evaluator"
+) -> tuple[list[dict], str]:
     """The first ``cut`` events, a snapshot through JSON text, a new evaluator restored from it, the rest, flush.
     Returns the records and the restored evaluator's own snapshot at the end (as JSON text)."""
     ordered = sort_events(fresh(events))
     umax = widest(ordered)
-    first = build(kind, cq, umax)
+    first = build(kind, cq, umax, via)
     out: list[dict] = []
     for ev in ordered[:cut]:
         out.extend(first.feed(ev))
     text = json.dumps(first.snapshot(), allow_nan=False)
-    second = build(kind, cq, umax)
+    second = build(kind, cq, umax, via)
     second.restore(json.loads(text))
     again = json.dumps(second.snapshot(), allow_nan=False)
     assert json.loads(again) == json.loads(text), f"{kind.name}: restore then snapshot changed the state at {cut}"
@@ -73,9 +96,9 @@ def run_restored(kind: EvaluatorKind, cq: CompiledQuery, events: Sequence[Event]
     return out, json.dumps(second.snapshot(), sort_keys=True)
 
 
-def final_snapshot(kind: EvaluatorKind, cq: CompiledQuery, events: Sequence[Event]) -> str:
+def final_snapshot(kind: EvaluatorKind, cq: CompiledQuery, events: Sequence[Event], via: str = "evaluator") -> str:
     ordered = sort_events(fresh(events))
-    m = build(kind, cq, widest(ordered))
+    m = build(kind, cq, widest(ordered), via)
     for ev in ordered:
         m.feed(ev)
     m.flush()
@@ -90,7 +113,7 @@ def arrival_order(events: Sequence[Event], lateness: int, seed: int) -> list[Eve
 
 
 def run_watermarked(
-    kind: EvaluatorKind, cq: CompiledQuery, events: Sequence[Event], lateness: int, seed: int
+    kind: EvaluatorKind, cq: CompiledQuery, events: Sequence[Event], lateness: int, seed: int, via: str = "evaluator"
 ) -> list[dict]:
     """Out-of-order arrival under a watermark (the newest time seen less ``lateness``).
 
@@ -99,7 +122,7 @@ def run_watermarked(
     comes, with an uncertainty bound widened by the lateness, and are advanced to the watermark too."""
     arriving = arrival_order(fresh(events), lateness, seed)
     umax = widest(arriving) + lateness
-    m = build(kind, cq, umax)
+    m = build(kind, cq, umax, via)
     out: list[dict] = []
     held: list[Event] = []
     newest = -math.inf
@@ -126,12 +149,14 @@ def run_watermarked(
     return out
 
 
-def refuses_time_travel(kind: EvaluatorKind, cq: CompiledQuery, events: Sequence[Event]) -> bool:
+def refuses_time_travel(
+    kind: EvaluatorKind, cq: CompiledQuery, events: Sequence[Event], via: str = "evaluator"
+) -> bool:
     """An evaluator that needs time order raises :class:`OutOfOrderError` on an older event, never a wrong answer."""
     ordered = sort_events(fresh(events))
     if len(ordered) < 2 or ordered[0].t == ordered[-1].t:
         return True
-    m = build(kind, cq, widest(ordered))
+    m = build(kind, cq, widest(ordered), via)
     m.feed(ordered[-1])
     try:
         m.feed(ordered[0])

@@ -56,17 +56,28 @@ CHECK = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
 
+#: The composites (each kind inside the feeder and the shedder the one driver builds) with fewer examples: they add
+#: the routing, the shared clock and the wrapper's snapshot to what the bare runs check.
+COMPOSITE = settings(CHECK, max_examples=max(4, EXAMPLES // 4))
+
 KINDS = registered()
 ALL = sorted(KINDS)
 MATCHING = sorted(n for n, k in KINDS.items() if not k.trends)
 TRENDS = sorted(n for n, k in KINDS.items() if k.trends)
 IMPRECISE = sorted(n for n, k in KINDS.items() if k.imprecise)
+#: (evaluator, how it is built and fed: harness.VIAS) for the checks that run through the composites too.
+VIA = [pytest.param(n, v, id=f"{n}-{v}") for n in ALL for v in h.VIAS]
+IMPRECISE_VIA = [pytest.param(n, v, id=f"{n}-{v}") for n in IMPRECISE for v in h.VIAS]
+
+
+def checked(via: str) -> Any:
+    return CHECK if via == "evaluator" else COMPOSITE
 
 
 def test_the_registry_holds_every_evaluator() -> None:
     """Every class of the engine that implements the contract is registered, so the suite runs it (the pack
     feeder and the shedding wrapper compose registered evaluators and are checked through them)."""
-    composites = {"Evaluator", "PackFeeder", "SheddingMatcher", "_TrendOutput", "_Capture"}
+    composites = {"Evaluator", "PackFeeder", "SheddingMatcher", "PackRunner", "_TrendOutput", "_Capture"}
     found = set()
     for info in pkgutil.walk_packages(engine.__path__, "engine."):
         module = __import__(info.name, fromlist=["_"])
@@ -79,6 +90,15 @@ def test_the_registry_holds_every_evaluator() -> None:
                 found.add(cls)
     assert found == {k.cls for k in KINDS.values()}, found
     assert {"nfa", "imprecise", "greta", "enumerate"} <= set(KINDS)
+    # The composites implement the contract too (and the tests below run every kind inside them: harness.VIAS).
+    from engine.onepass import PackFeeder
+    from engine.shedding import SheddingMatcher
+
+    for cls in (PackFeeder, SheddingMatcher):
+        missing = [
+            a for a in ("wants", "due", "clock", "set_clock", "horizon", "stats", "set_limits") if not hasattr(cls, a)
+        ]
+        assert not missing, (cls.__name__, missing)
 
 
 # ------------------------------------------------------------------------------------------------ cases
@@ -148,28 +168,28 @@ def check_case(kind: EvaluatorKind, case: Any, records: list[dict]) -> None:
 # ------------------------------------------------------------------------------------------------ records
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_records_equal_the_reference(name: str) -> None:
+@pytest.mark.parametrize(("name", "via"), VIA)
+def test_records_equal_the_reference(name: str, via: str) -> None:
     kind = KINDS[name]
 
-    @CHECK
+    @checked(via)
     @given(some_case(kind))
     def check(case: Any) -> None:
         cq, events = records_of_case(kind, case)
-        check_case(kind, case, h.run(kind, cq, events))
+        check_case(kind, case, h.run(kind, cq, events, via=via))
 
     check()
 
 
-@pytest.mark.parametrize("name", IMPRECISE)
-def test_exact_confidences_on_interval_events(name: str) -> None:
+@pytest.mark.parametrize(("name", "via"), IMPRECISE_VIA)
+def test_exact_confidences_on_interval_events(name: str, via: str) -> None:
     kind = KINDS[name]
 
-    @CHECK
+    @checked(via)
     @given(query=st.sampled_from(QUERIES), events=interval_streams(6), threshold=st.sampled_from([0.0, 0.0, 0.3]))
     def check(query: str, events: list[Event], threshold: float) -> None:
         cq = compile_query(parse_query(query, "q"), confidence=threshold, tick=h.TICK)
-        h.check_worlds(h.run(kind, cq, events), cq.ast, events, threshold, f"\n{query}\n{events}\n")
+        h.check_worlds(h.run(kind, cq, events, via=via), cq.ast, events, threshold, f"\n{query}\n{events}\n")
 
     check()
 
@@ -220,33 +240,33 @@ def test_negation(name: str) -> None:
 # ------------------------------------------------------------------------------------------------ arrival order
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_out_of_order_arrival_under_a_watermark(name: str) -> None:
+@pytest.mark.parametrize(("name", "via"), VIA)
+def test_out_of_order_arrival_under_a_watermark(name: str, via: str) -> None:
     kind = KINDS[name]
 
-    @CHECK
+    @checked(via)
     @given(some_case(kind), st.integers(0, 3), st.integers(0, 2**16))
     def check(case: Any, lateness: int, seed: int) -> None:
         cq, events = records_of_case(kind, case)
-        records = h.run_watermarked(kind, cq, events, lateness, seed)
+        records = h.run_watermarked(kind, cq, events, lateness, seed, via)
         check_case(kind, case, records)
         if kind.ordered:  # released in time order: exactly the uninterrupted run
-            assert h.canonical(records) == h.canonical(h.run(kind, cq, events))
-            assert h.refuses_time_travel(kind, cq, events)
+            assert h.canonical(records) == h.canonical(h.run(kind, cq, events, via=via))
+            assert h.refuses_time_travel(kind, cq, events, via)
 
     check()
 
 
-@pytest.mark.parametrize("name", IMPRECISE)
-def test_out_of_order_interval_events(name: str) -> None:
+@pytest.mark.parametrize(("name", "via"), IMPRECISE_VIA)
+def test_out_of_order_interval_events(name: str, via: str) -> None:
     """Interval events arriving out of order, within the uncertainty bound: the same confidences."""
     kind = KINDS[name]
 
-    @CHECK
+    @checked(via)
     @given(st.sampled_from(QUERIES), interval_streams(6), st.integers(0, 3), st.integers(0, 2**16))
     def check(query: str, events: list[Event], lateness: int, seed: int) -> None:
         cq = compile_query(parse_query(query, "q"), tick=h.TICK)
-        records = h.run_watermarked(kind, cq, events, lateness, seed)
+        records = h.run_watermarked(kind, cq, events, lateness, seed, via)
         h.check_worlds(records, cq.ast, events, 0.0, f"\n{query}\n{events}\n")
 
     check()
@@ -255,30 +275,32 @@ def test_out_of_order_interval_events(name: str) -> None:
 # ------------------------------------------------------------------------------------------------ snapshots
 
 
-def check_every_cut(kind: EvaluatorKind, cq: Any, events: list[Event]) -> None:
-    whole = h.canonical(h.run(kind, cq, events))
-    end = h.final_snapshot(kind, cq, events)
+def check_every_cut(kind: EvaluatorKind, cq: Any, events: list[Event], via: str = "evaluator") -> None:
+    whole = h.canonical(h.run(kind, cq, events, via=via))
+    end = h.final_snapshot(kind, cq, events, via)
     for cut in range(len(events) + 1):
-        records, state = h.run_restored(kind, cq, events, cut)
+        records, state = h.run_restored(kind, cq, events, cut, via)
         assert h.canonical(records) == whole, f"{kind.name}: restored after {cut} of {len(events)} events"
         assert state == end, f"{kind.name}: another final state when restored after {cut} events"
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_snapshot_restore_at_every_point(name: str) -> None:
+@pytest.mark.parametrize(("name", "via"), VIA)
+def test_snapshot_restore_at_every_point(name: str, via: str) -> None:
+    """Bare, in the pack feeder (its clock and routing state) and in the shedder (its snapshot: the feeder's and its
+    counters), restored after every prefix: the uninterrupted records and final state."""
     kind = KINDS[name]
 
-    @CHECK
+    @checked(via)
     @given(some_case(kind))
     def check(case: Any) -> None:
         cq, events = records_of_case(kind, case)
-        check_every_cut(kind, cq, events)
+        check_every_cut(kind, cq, events, via)
 
     check()
 
 
-@pytest.mark.parametrize("name", IMPRECISE)
-def test_snapshot_restore_with_held_and_collapsed_output(name: str) -> None:
+@pytest.mark.parametrize(("name", "via"), IMPRECISE_VIA)
+def test_snapshot_restore_with_held_and_collapsed_output(name: str, via: str) -> None:
     """Interval events, distinct output (held records) and collapsed output: restored runs are exact too."""
     kind = KINDS[name]
     queries = (
@@ -287,11 +309,11 @@ def test_snapshot_restore_with_held_and_collapsed_output(name: str) -> None:
         + [("PATTERN SEQ(A a, B+ b[], C c) WHERE [k]", "collapsed"), ("PATTERN SEQ(A a, B+ b[], C c)", "collapsed")]
     )
 
-    @CHECK
+    @checked(via)
     @given(st.sampled_from(queries), interval_streams(6), st.sampled_from([0.0, 0.3]))
     def check(query: tuple[str, str], events: list[Event], threshold: float) -> None:
         cq = compile_query(parse_query(query[0], "q"), output=query[1], confidence=threshold, tick=h.TICK)
-        check_every_cut(kind, cq, events)
+        check_every_cut(kind, cq, events, via)
 
     check()
 
@@ -348,11 +370,11 @@ def with_noise(events: list[Event], seed: int) -> list[Event]:
     return out
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_advance_is_feeding_events_the_query_does_not_name(name: str) -> None:
+@pytest.mark.parametrize(("name", "via"), VIA)
+def test_advance_is_feeding_events_the_query_does_not_name(name: str, via: str) -> None:
     kind = KINDS[name]
 
-    @CHECK
+    @checked(via)
     @given(some_case(kind), st.integers(0, 2))
     def check(case: Any, seed: int) -> None:
         cq, events = records_of_case(kind, case)
@@ -360,9 +382,9 @@ def test_advance_is_feeding_events_the_query_does_not_name(name: str) -> None:
             return  # contiguity strategies name every event: nothing to advance over
         stream = with_noise(h.fresh(events), seed)
         umax = h.widest(stream)
-        fed_all = h.build(kind, cq, umax)
+        fed_all = h.build(kind, cq, umax, via)
         want = [r for e in stream for r in fed_all.feed(e)] + fed_all.flush()
-        advanced = h.build(kind, cq, umax)
+        advanced = h.build(kind, cq, umax, via)
         got: list[dict] = []
         now, width, t = -math.inf, 0, -math.inf
         for i, e in enumerate(stream, 1):
@@ -377,16 +399,16 @@ def test_advance_is_feeding_events_the_query_does_not_name(name: str) -> None:
     check()
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_feed_many_stats_horizon_and_limits(name: str) -> None:
+@pytest.mark.parametrize(("name", "via"), VIA)
+def test_feed_many_stats_horizon_and_limits(name: str, via: str) -> None:
     kind = KINDS[name]
 
-    @CHECK
+    @checked(via)
     @given(some_case(kind))
     def check(case: Any) -> None:
         cq, events = records_of_case(kind, case)
         ordered = sort_events(h.fresh(events))
-        m = h.build(kind, cq, h.widest(ordered))
+        m = h.build(kind, cq, h.widest(ordered), via)
         m.set_limits(Limits())
         got = m.feed_many(ordered)
         stats = m.stats()
