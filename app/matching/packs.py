@@ -45,9 +45,14 @@ def load_pack(path: str | os.PathLike[str]) -> Pack:
 
     from engine.language.ast import QueryError
     from engine.language.packs import PackError, load_pack
+    from engine.limits import LimitsError, from_settings
 
     try:
-        return load_pack(path)
+        pack = load_pack(path)
+        from_settings(pack.settings)  # checked here, where every command loads it (hcep batch and stream apply it)
+        return pack
+    except LimitsError as err:
+        raise CommandError(f"{path}: {err}") from None
     except (PackError, QueryError) as err:
         raise CommandError(str(err)) from None
     except yaml.YAMLError as err:

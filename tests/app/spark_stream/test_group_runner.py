@@ -91,3 +91,18 @@ def test_a_group_state_of_the_bare_feeder_restores(tmp_path: Path) -> None:
     got = [r for ev in events[half:] for _, r in group.runner.feed(ev)] + [r for _, r in group.runner.flush()]
     tail = [r for ev in events[half:] for r in old.feed(ev)] + old.flush()
     assert got == tail and want[-len(tail) :] == tail and len(tail) > 5
+
+
+@pytest.mark.parametrize("command", ["batch", "stream"])
+def test_a_bad_limits_setting_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    """The bounds are read from the pack by every command now: a bad value is refused as ``hcep match`` refuses it."""
+    from tests.app.spark.helpers import run_cli
+
+    pack = tmp_path / "bad.yaml"
+    pack.write_text(BLOWUP.read_text().replace("runs: null", "runs: -3"))
+    events = write_events(_events(jobs=1, a=1, b=1), tmp_path / "in" / "e.jsonl")
+    out = ["--output", str(tmp_path / "o"), "--checkpoint", str(tmp_path / "c"), "--input", str(events.parent)]
+    argv = [command, "--pack", str(pack), *([str(events)] if command == "batch" else out)]
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"{pack}: settings.limits.runs must be an integer >= 1" in err
