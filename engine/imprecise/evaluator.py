@@ -49,6 +49,8 @@ from engine.plan.predicates import KleeneCell
 from engine.snapshot import EventCodec
 
 NEG_INF = -math.inf
+INF = math.inf
+_nextafter = math.nextafter
 #: Transitions of the confidence DP one signature may take (about half a second): a Kleene set of a dozen mutually
 #: overlapping elements has exponentially many placement states, and exact is exponential there.
 SIGNATURE_WORK = 500_000
@@ -257,7 +259,9 @@ class ImpreciseMatcher:
     def due(self) -> Due:
         """The safe bound at which a pending closing event or held record is due (strictly past :attr:`wake`) or the
         buffers are next pruned (:attr:`prune_at`)."""
-        return (min(math.nextafter(self.wake, math.inf), self.prune_at), math.inf)
+        wake = _nextafter(self.wake, INF)
+        prune_at = self.prune_at
+        return (wake if wake < prune_at else prune_at, INF)
 
     def clock(self) -> Clock:
         return Clock(START.t, self.now, self.umax, self.fed)

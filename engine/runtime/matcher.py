@@ -39,6 +39,7 @@ __all__ = ["KleeneIds", "Matcher", "OutOfOrderError", "Run", "sort_events"]
 SWEEP_EVERY = 4096
 _UNHASHABLE = (list, dict)
 NEG_INF = -math.inf
+INF = math.inf
 
 
 @register("nfa")
@@ -224,7 +225,7 @@ class Matcher:
 
     def due(self) -> Due:
         """The periodic sweep: at the next multiple of ``SWEEP_EVERY`` events."""
-        return (math.inf, (self.fed // SWEEP_EVERY + 1) * SWEEP_EVERY)
+        return (INF, (self.fed // SWEEP_EVERY + 1) * SWEEP_EVERY)
 
     def clock(self) -> Clock:
         return Clock(self.now, START.now, START.umax, self.fed)
