@@ -119,6 +119,7 @@ class Evaluator(Protocol):
     """
 
     name: str
+    tick: float  # seconds per tick of the events it takes (its query's): a snapshot's events are rebuilt at it
     ordered: bool
     bounds: bool
 

@@ -50,6 +50,7 @@ class PackFeeder:
         # feeder refuses it on that evaluator's behalf (those fed every event refuse it themselves).
         self.ordered = any(m.ordered for m in self.matchers)
         self.bounds = any(m.bounds for m in self.matchers)
+        self.tick: float = self.matchers[0].tick if self.matchers else 0.1
         self.check_order = any(m.ordered and w is not None for m, w in zip(self.matchers, self.wanted, strict=True))
         self.t, self.now, self.fed = NEG_INF, NEG_INF, 0
         self.umax: int = max([max_uncertainty, *(m.clock().umax for m in self.matchers)])
@@ -323,8 +324,7 @@ class PackFeeder:
 
     def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
         """The pack's clock and each evaluator's snapshot, over one event table (shared events stored once)."""
-        tick = self.matchers[0].cq.tick if self.matchers else 0.1
-        events = EventCodec(tick) if codec is None else codec
+        events = EventCodec(self.tick) if codec is None else codec
         out = header("pack", self.name)
         out["clock"] = [enc_float(self.t), enc_float(self.now), self.umax, self.fed]
         out["evaluators"] = [m.snapshot(events) for m in self.matchers]
@@ -334,8 +334,7 @@ class PackFeeder:
 
     def restore(self, state: Mapping[str, Any], codec: EventCodec | None = None) -> None:
         check_header(state, "pack", self.name)
-        tick = self.matchers[0].cq.tick if self.matchers else 0.1
-        events = open_codec(state, codec, tick)
+        events = open_codec(state, codec, self.tick)
         if len(state["evaluators"]) != len(self.matchers):
             raise ValueError(f"a snapshot of {len(state['evaluators'])} evaluators cannot restore {len(self.matchers)}")
         for m, snap in zip(self.matchers, state["evaluators"], strict=True):

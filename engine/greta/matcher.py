@@ -128,6 +128,10 @@ class _TrendOutput:
     ordered = True
     bounds = False
 
+    @property
+    def tick(self) -> float:
+        return self.cq.tick
+
     def wants(self) -> frozenset[str] | None:
         return None
 

@@ -80,6 +80,7 @@ class ImpreciseMatcher:
         self.cq = cq
         self.early_filters = early_filters
         self.name = cq.name
+        self.tick = cq.tick
         self.comps = cq.components
         self.m = len(self.comps)
         self.window = cq.window

@@ -49,6 +49,7 @@ class Matcher:
     def __init__(self, cq: CompiledQuery, max_uncertainty: int = 0) -> None:
         self.cq = cq
         self.name = cq.name
+        self.tick = cq.tick
         self.comps = cq.components
         self.n = len(cq.components)
         self.last = self.n - 1

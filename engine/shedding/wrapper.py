@@ -180,8 +180,7 @@ class SheddingMatcher:
 
     def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
         """The wrapped evaluators' state (through the feeder when there is one) and the counters."""
-        tick = self.matchers[0].cq.tick if self.matchers else 0.1
-        events = EventCodec(tick) if codec is None else codec
+        events = EventCodec(self.tick) if codec is None else codec
         inner = (
             [self.feeder.snapshot(events)] if self.feeder is not None else [m.snapshot(events) for m in self.matchers]
         )
@@ -200,8 +199,7 @@ class SheddingMatcher:
     def restore(self, state: Mapping[str, Any], codec: EventCodec | None = None) -> None:
         from engine.snapshot import open_codec
 
-        tick = self.matchers[0].cq.tick if self.matchers else 0.1
-        events = open_codec(state, codec, tick)
+        events = open_codec(state, codec, self.tick)
         targets = [self.feeder] if self.feeder is not None else self.matchers
         for m, snap in zip(targets, state["inner"], strict=True):
             m.restore(snap, events)
@@ -238,6 +236,11 @@ class SheddingMatcher:
     @property
     def ordered(self) -> bool:
         return any(m.ordered for m in self.matchers)
+
+    @property
+    def tick(self) -> float:
+        tick: float = self.matchers[0].tick if self.matchers else 0.1
+        return tick
 
     @property
     def bounds(self) -> bool:

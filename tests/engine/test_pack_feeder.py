@@ -113,3 +113,66 @@ def test_pack_feeder_rejects_out_of_order_like_the_nfa() -> None:
     feeder.feed(Event("E", 5.0, {}, seq=0, tick=TICK))
     with pytest.raises(OutOfOrderError):
         feeder.feed(Event("E", 4.0, {}, seq=1, tick=TICK))
+
+
+class ContractOnly:
+    """An evaluator seen through :class:`engine.evaluator.Evaluator` alone: any other attribute is an error, so a
+    feeder that reads an evaluator's insides (its buffers, its types, its clock fields) fails here."""
+
+    __slots__ = ("_m", "name", "tick", "ordered", "bounds")
+
+    def __init__(self, m: object) -> None:
+        self._m = m
+        self.name = m.name  # type: ignore[attr-defined]
+        self.tick = m.tick  # type: ignore[attr-defined]
+        self.ordered = m.ordered  # type: ignore[attr-defined]
+        self.bounds = m.bounds  # type: ignore[attr-defined]
+
+    def __getattr__(self, attr: str) -> object:
+        if attr in CONTRACT:
+            return getattr(self._m, attr)
+        raise AttributeError(f"the feeder read {attr!r}, which is not part of the evaluator contract")
+
+
+CONTRACT = frozenset(
+    {
+        "feed",
+        "feed_many",
+        "advance",
+        "flush",
+        "snapshot",
+        "restore",
+        "stats",
+        "runs_alive",
+        "horizon",
+        "set_limits",
+        "set_output",
+        "wants",
+        "due",
+        "clock",
+        "set_clock",
+    }
+)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_feeder_uses_the_evaluator_contract_only(seed: int) -> None:
+    """Issue 26 item 1: the one-pass feeder gives the records of feeding every evaluator in turn while it sees each
+    only through the contract (and its snapshot restores through it too)."""
+    from engine.evaluator import Evaluator
+
+    events = _random_stream(seed, 200)
+    widest = max(e.thi - e.tlo for e in events)
+    cqs = [
+        compile_query(q, name=f"q{i}", strategy=s, output=o, confidence=c, tick=TICK)
+        for i, (q, s, o, c) in enumerate(MIXED)
+    ]
+    want = _sequential(cqs, events, widest)
+    wrapped = [ContractOnly(make_matcher(cq, widest)) for cq in cqs]
+    assert all(isinstance(w, Evaluator) for w in wrapped)
+    feeder = PackFeeder(wrapped, widest)
+    got = feeder.feed_many(events[:90])
+    again = PackFeeder([ContractOnly(make_matcher(cq, widest)) for cq in cqs], widest)
+    again.restore(feeder.snapshot())
+    got += again.feed_many(events[90:]) + again.flush()
+    assert got == want
