@@ -51,7 +51,7 @@ SKIP_STRATEGIES = ("skip_till_any_match", "skip_till_next_match")
 JOB_KEYS = frozenset({"job_id", "task_id", "attempt_id"})
 
 
-def write_increments(matchers: Iterable[Any], on: bool = True) -> None:
+def write_increments(matchers: Iterable[Evaluator], on: bool = True) -> None:
     """Have the evaluators that write growing runs (the NFA^b runtime) write them as increments (docs/semantics.md
     section 5), or (``on=False``) as whole signatures, as ``--full-matches`` asks."""
     for m in matchers:
@@ -216,7 +216,7 @@ class PackRunner:
         self.cqs = cqs
         self.limits = limits
         make = make_matcher if kind is None else registered()[kind].cls
-        self.matchers: list[Any] = [make(cq, umax) for cq in self.cqs]
+        self.matchers: list[Evaluator] = [make(cq, umax) for cq in self.cqs]
         for m in self.matchers:
             m.set_limits(self.limits)
         # Growing runs as increments (docs/semantics.md section 5): what hcep run stores and publishes; lazy ids when
@@ -345,7 +345,7 @@ class StreamedMatch:
         self.events = events
         self.limits = limits if limits is not None else Limits()
         self.runner: PackRunner | None = None
-        self.matchers: list[Any] = []
+        self.matchers: list[Evaluator] = []
 
     def __iter__(self) -> Iterator[Record]:
         ordered = sort_events(self.events)
