@@ -1,4 +1,4 @@
-"""``feed_many`` and :class:`engine.runtime.matcher.PackFeeder` output exactly what feeding every event to every
+"""``feed_many`` and :class:`engine.onepass.PackFeeder` output exactly what feeding every event to every
 matcher in turn outputs (the same records in the same order), on the Hadoop pack and on random mixed packs."""
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ Per evaluator, against the brute-force references (records, order of a restored 
 - the contract itself: ``feed_many`` = ``feed``, ``advance`` = feeding events of types the query does not name,
   ``stats``, ``horizon``, ``set_limits``.
 
+The checks that feed, advance, snapshot and restore run each kind three ways (``harness.VIAS``): bare, inside the
+one-pass pack feeder and inside the shedding wrapper, both as :meth:`engine.evaluate.PackRunner.of` (the one driver)
+builds them -- so the composites and the shedder's snapshot/restore pass the same checks (fewer examples there).
+
 ``HCEP_CONFORMANCE_EXAMPLES`` sets the examples per hypothesis check (default 40).
 """
 
