@@ -93,6 +93,8 @@ def load_plans(args: argparse.Namespace) -> list[Any]:
 def run(args: argparse.Namespace) -> int:
     import os
 
+    from app.matching.packs import drops_line
+
     plans = load_plans(args)
     missing = [p for p in args.inputs if not os.path.exists(p)]
     if missing:
@@ -137,9 +139,12 @@ def run(args: argparse.Namespace) -> int:
                 write("\n")
                 count += 1
             sys.stdout.flush()
+        line = drops_line("batch", result.dropped())
         result.release()
     seconds = time.monotonic() - started
     print(f"hcep batch: {result.stats.events} events, {count} records, {seconds:.1f} s", file=sys.stderr)
+    if line:
+        print(line, file=sys.stderr)
     return 0
 
 

@@ -19,7 +19,7 @@ from app.commands.argtypes import (
 )
 from app.errors import CommandError
 from app.matching.judge import judge
-from app.matching.packs import compiled_with_pack, limits_of, load_pack, max_delta_of, pack_tick
+from app.matching.packs import compiled_with_pack, drops_line, limits_of, load_pack, max_delta_of, pack_tick
 from app.matching.read import built_types, frozen, read_events
 
 if TYPE_CHECKING:
@@ -105,15 +105,10 @@ def run(args: argparse.Namespace) -> int:
             write(json.dumps(record))
             write("\n")
     sys.stdout.flush()
-    drops = matched.dropped()
-    if drops:
-        per = ", ".join(f"{name} {n:,}" for name, n in drops.items())
-        bounds = f"--max-runs-per-key {limits.runs_per_key or 'none'}, --max-runs {limits.runs or 'none'}"
-        print(
-            f"hcep match: memory limits dropped partial matches (runs dropped, or enumerations cut short): {per} "
-            f"({bounds}); some matches may be missing",
-            file=sys.stderr,
-        )
+    bounds = f"--max-runs-per-key {limits.runs_per_key or 'none'}, --max-runs {limits.runs or 'none'}"
+    line = drops_line("match", matched.dropped(), bounds)
+    if line:
+        print(line, file=sys.stderr)
     return 0
 
 

@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         from app.spark.stream.sink import StreamSink, totals
     except ImportError as err:
         raise CommandError(f"hcep stream needs PySpark, pandas and pyarrow ({err})") from None
-    from app.matching.packs import load_pack, max_delta_of
+    from app.matching.packs import drops_line, load_pack, max_delta_of
     from app.spark.session import default_master
     from engine.events import max_width_ticks
 
@@ -248,4 +248,7 @@ def run(args: argparse.Namespace) -> int:
         f"{t['late']} late, {t['invalid']} invalid, {t['batches']} batches, {seconds:.1f} s",
         file=sys.stderr,
     )
+    dropped = drops_line("stream", t.get("dropped") or {})
+    if dropped:
+        print(dropped, file=sys.stderr)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -172,6 +172,18 @@ def limits_of(args: argparse.Namespace, pack: Pack | None = None) -> Limits:
     except LimitsError as err:
         raise CommandError(f"{args.pack}: {err}") from None
     return limits.with_overrides(getattr(args, "max_runs_per_key", None), getattr(args, "max_runs", None))
+
+
+def drops_line(command: str, drops: Mapping[str, int], bounds: str = "the pack's settings.limits") -> str | None:
+    """The stderr line every command prints when the memory bounds dropped partial matches (None: nothing dropped),
+    so that ``hcep match``, ``batch`` and ``stream`` say the same thing of the same bound."""
+    per = ", ".join(f"{name} {n:,}" for name, n in drops.items() if n)
+    if not per:
+        return None
+    return (
+        f"hcep {command}: memory limits dropped partial matches (runs dropped, or enumerations cut short): {per} "
+        f"({bounds}); some matches may be missing"
+    )
 
 
 def data_path(*parts: str) -> Path:
