@@ -40,7 +40,27 @@ class EnumerationPlan:
     joins: dict[int, tuple[str, int, str]] = field(default_factory=dict)
 
 
+#: Plans made, per compiled query (held, so its id is not reused) and flags: ``hcep stream`` and ``hcep batch`` build
+#: the same queries' evaluators for every group, and planning was most of that (compiling the WHERE clause).
+_PLANS: dict[tuple[int, bool, bool], tuple[CompiledQuery, EnumerationPlan]] = {}
+_PLANS_MAX = 1024
+
+
 def plan_enumeration(cq: CompiledQuery, *, distinct_singles: bool, early_filters: bool) -> EnumerationPlan:
+    """:func:`make_plan`, once per compiled query and flags: the plan depends on the query alone and evaluators only
+    read it (its predicates are pure functions), so evaluators of one query share it."""
+    key = (id(cq), distinct_singles, early_filters)
+    got = _PLANS.get(key)
+    if got is not None and got[0] is cq:
+        return got[1]
+    plan = make_plan(cq, distinct_singles=distinct_singles, early_filters=early_filters)
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.pop(next(iter(_PLANS)))
+    _PLANS[key] = (cq, plan)
+    return plan
+
+
+def make_plan(cq: CompiledQuery, *, distinct_singles: bool, early_filters: bool) -> EnumerationPlan:
     """Which predicates can run before the confidence DP, and where candidates are looked up rather than scanned.
 
     ``distinct_singles``: the output is ``distinct`` and one record per value is enough (its RETURN values can be

@@ -107,7 +107,24 @@ def kleene_predicates(query: ast.Query, var: str) -> list[ast.Expr]:
     return [e for e in query.where if var in references(e)]
 
 
+#: Answers per query (held, so its id is not reused): every evaluator asks at construction, and ``hcep stream`` and
+#: ``hcep batch`` build one per group.
+_MONOTONE: dict[tuple[int, bool], tuple[ast.Query, bool]] = {}
+
+
 def is_monotone(query: ast.Query, *, returns_too: bool = False) -> bool:
+    """:func:`monotone`, once per query (a parsed query is not changed afterwards)."""
+    got = _MONOTONE.get((id(query), returns_too))
+    if got is not None and got[0] is query:
+        return got[1]
+    answer = monotone(query, returns_too=returns_too)
+    if len(_MONOTONE) >= 2048:
+        _MONOTONE.pop(next(iter(_MONOTONE)))
+    _MONOTONE[(id(query), returns_too)] = (query, answer)
+    return answer
+
+
+def monotone(query: ast.Query, *, returns_too: bool = False) -> bool:
     """Adding an event to a Kleene set never raises the confidence of a signature (nor changes RETURN, if asked).
 
     Needs: every predicate on a Kleene variable subset-closed (true-false consistent, or a transitive comparison with
