@@ -376,6 +376,7 @@ class Bucket:
         out: list[tuple] = []
         end = False
         new_keyless: set[int] = set()
+        buffered: dict[str, StreamGroup] = {}
         for fid, gkey, kind, seq, mid2, tlo, thi, etype, text, origin, pos, primary in rows:
             if kind == MARKER:
                 end = True
@@ -393,7 +394,9 @@ class Bucket:
             else:
                 g = self.group(fid, gkey)
                 g.pending.append([mid2, seq, tlo, thi, text, etype])
-                self._index(g)
+                buffered[f"{fid}|{gkey}"] = g
+        for g in buffered.values():  # once a group, not once an event (min_pending reads all its pending events)
+            self._index(g)
         for fid in new_keyless:
             self.log[fid].sort(key=lambda e: (e[0], e[1]))
             if self.fams[fid].keyless and self.plan.bucket_of(fid, KEYLESS_GROUP) == self.number:

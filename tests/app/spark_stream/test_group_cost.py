@@ -1,0 +1,65 @@
+"""What a group costs the operator apart from its events (issue 28): a new group's evaluators reuse their queries'
+enumeration plans (planning, i.e. compiling the WHERE clause, was most of the operator's Python), and the rows of one
+group in one call are indexed once, not once a row (the index reads all of a group's pending events)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.app.spark_stream.conftest import stream_plan
+
+
+def test_new_groups_do_not_plan_their_queries_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.imprecise.enumeration as enumeration
+    from app.spark.stream.plan import KEYLESS_GROUP, WHOLE_GROUP
+    from app.spark.stream.state import StreamGroup, compiled_for
+
+    plan = stream_plan()
+    compiled = compiled_for(plan)
+    calls: list[str] = []
+    real = enumeration.make_plan
+
+    def counting(cq, **kw):  # type: ignore[no-untyped-def]
+        calls.append(cq.name)
+        return real(cq, **kw)
+
+    monkeypatch.setattr(enumeration, "make_plan", counting)
+    fam = next(f for f in plan.families if f.keyed)
+    assert fam.keyed
+    groups = [StreamGroup(plan, fam, f"job_{k}", compiled) for k in range(20)]
+    for g in groups:
+        assert g.gkey not in (KEYLESS_GROUP, WHOLE_GROUP)
+        assert g.runner is not None
+    assert len(calls) == len(set(calls)), calls  # each query planned at most once, whatever the number of groups
+    assert len(set(calls)) <= len(fam.keyed)
+
+
+def test_a_group_is_indexed_once_a_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.spark.stream.source import route
+    from app.spark.stream.state import Bucket, StreamGroup, compiled_for
+    from tests.app.spark_stream.simulate import DictStore
+
+    plan = stream_plan(buckets=1)
+    compiled = compiled_for(plan)
+    lines = [
+        json.dumps({"type": "Reducer", "ts": 1_700_000_000.0 + i, "job_id": "job_1", "task_id": f"t{i}", "id": f"r{i}"})
+        for i in range(200)
+    ]
+    rows = [r[1:-1] for i, text in enumerate(lines) for r in route(plan, "f", i, text, f"f:{i}", 2**62)]
+    assert len(rows) >= 200
+    calls = 0
+    real = StreamGroup.min_pending
+
+    def counting(self: StreamGroup) -> int | None:
+        nonlocal calls
+        calls += 1
+        return real(self)
+
+    monkeypatch.setattr(StreamGroup, "min_pending", counting)
+    bucket = Bucket(plan, compiled, None, DictStore(), 0)
+    bucket.handle(rows, 0)
+    groups = len(bucket.index)
+    assert groups >= 1
+    assert calls <= 2 * groups, (calls, groups)  # not once per row
