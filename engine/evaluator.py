@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
+from contracts.records import MatchRecord
 from engine.events import Event
 from engine.limits import Limits
 from engine.snapshot import EventCodec
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 #: A match record (docs/semantics.md section 5), or a trend-aggregate record (one per group and window).
-Record = dict[str, Any]
+Record = MatchRecord
 
 
 class Clock(NamedTuple):

@@ -13,6 +13,7 @@ import argparse
 import textwrap
 import time
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     records = list(matched)
     elapsed = time.perf_counter() - started
 
-    grouped: dict[str, list[dict]] = defaultdict(list)
+    grouped: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in records:
         grouped[record["query"]].append(record)
     by_id = {event.id: event for event in events}
@@ -116,7 +117,7 @@ def _alerts(pack: Any, events: list[Any]) -> list[str]:
     return lines
 
 
-def _section(spec: Any, records: list[dict], by_id: dict[str, Any]) -> list[str]:
+def _section(spec: Any, records: list[Mapping[str, Any]], by_id: dict[str, Any]) -> list[str]:
     names = [item.name for item in spec.query.returns]
     kleene = next((c.var for c in spec.query.components if c.kleene), None)
     about = " ".join(spec.description.split()) or " ".join(spec.query.text.split())
@@ -137,7 +138,7 @@ def _section(spec: Any, records: list[dict], by_id: dict[str, Any]) -> list[str]
     return lines + ["    " + line for line in body]
 
 
-def _skew(records: list[dict], kleene: str | None) -> list[str]:
+def _skew(records: list[Mapping[str, Any]], kleene: str | None) -> list[str]:
     rows = [f"{'job':<28} {'tasks':>5} {'avg':>9} {'max':>9} {'max/avg':>8}"]
     for r in records:
         ret = r["return"]
@@ -152,7 +153,7 @@ def _skew(records: list[dict], kleene: str | None) -> list[str]:
     return rows
 
 
-def _slow_pulls(records: list[dict], kleene: str | None, by_id: dict[str, Any]) -> list[str]:
+def _slow_pulls(records: list[Mapping[str, Any]], kleene: str | None, by_id: dict[str, Any]) -> list[str]:
     rows = []
     for r in records:
         ret = r["return"]
@@ -163,7 +164,7 @@ def _slow_pulls(records: list[dict], kleene: str | None, by_id: dict[str, Any]) 
     return rows
 
 
-def _queued(records: list[dict]) -> list[str]:
+def _queued(records: list[Mapping[str, Any]]) -> list[str]:
     per_job: dict[str, list[dict]] = defaultdict(list)
     for r in records:
         per_job[str(r["return"].get("job_id"))].append(r["return"])
@@ -182,7 +183,7 @@ def _queued(records: list[dict]) -> list[str]:
     return rows
 
 
-def _values(records: list[dict], name: str) -> list[str]:
+def _values(records: list[Mapping[str, Any]], name: str) -> list[str]:
     best: dict[str, float] = {}
     for r in records:
         value = str(r["return"].get(name))
@@ -190,7 +191,7 @@ def _values(records: list[dict], name: str) -> list[str]:
     return [f"{value}  (confidence {conf:.2f})" for value, conf in best.items()]
 
 
-def _generic(records: list[dict]) -> list[str]:
+def _generic(records: list[Mapping[str, Any]]) -> list[str]:
     rows = [f"{len(records)} records; the first {min(len(records), GENERIC_SHOWN)}:"]
     for r in records[:GENERIC_SHOWN]:
         rows.append(f"{_when(r.get('end'))}  {r['return']}  (confidence {r.get('confidence', 0.0):.2f})")

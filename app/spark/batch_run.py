@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import json
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from app.spark.batch_plan import ANY_TYPE, Margins, QueryPlan, plans_limits
@@ -170,7 +170,7 @@ class Group:
         for cq, record in self.runner.feed(ev):
             self._emit(self.qidx[cq.name], record, ev.tlo + ev.thi, ev.seq, out)
 
-    def _emit(self, q: int, record: dict, mid2: int, seq: int, out: list[tuple]) -> None:
+    def _emit(self, q: int, record: Mapping[str, Any], mid2: int, seq: int, out: list[tuple]) -> None:
         self.idx += 1
         rid = record.get("id")
         if self.gkey != WHOLE_GROUP:

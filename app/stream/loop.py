@@ -23,7 +23,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from app.alerts.rules import AlertEngine
 from app.alerts.webhook import AlertSender
@@ -41,7 +41,6 @@ from app.stream.publisher import KafkaRecordSink, MatchPublisher, RecordSink
 from app.stream.source import KafkaSource, Message, Source
 from app.watermark import NEG_INF, Watermark
 from contracts.alerts import Alert
-from contracts.records import MatchRecord
 from engine.events import max_width_ticks
 
 log = logging.getLogger("hcep.run")
@@ -458,10 +457,9 @@ class Service:
         now = time.time()
         pack = self.pack.name
         outputs = self.outputs
-        for spec, raw in out:
+        for spec, record in out:
             # The engine's record is the JSON object MatchRecord types (semantics section 5): stored and judged as
-            # it comes, not copied.  A cast while the engine's Record alias is still a plain dict.
-            record = cast(MatchRecord, raw)
+            # it comes, not copied.
             outputs.record(record, spec.output, pack, now)
             if spec.name in rules.queries:
                 alerts.extend(rules.observe(record, now_s))

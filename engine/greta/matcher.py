@@ -31,7 +31,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from engine.evaluator import NEVER, START, Clock, Due, Record, Stats, register, window_horizon
 from engine.events import Event
@@ -163,9 +163,9 @@ class _TrendOutput:
         tick = self.spec.tick
         return round(w.start(wid) * tick, 9), round(w.end(wid) * tick, 9)
 
-    def _records(self, wid: int, groups: dict[tuple[Any, ...], Any]) -> list[dict[Any, Any]]:
+    def _records(self, wid: int, groups: dict[tuple[Any, ...], Any]) -> list[Record]:
         layout = self.layout
-        out = []
+        out: list[Record] = []
         start, end = self._bounds(wid)
         for bound, agg in groups.items():
             if not layout.count(agg):
@@ -184,9 +184,9 @@ class _TrendOutput:
         self.matches += len(out)
         return out
 
-    def _emit_closed(self, results: dict[int, dict[Any, Any]], t: float) -> list[dict[Any, Any]]:
+    def _emit_closed(self, results: dict[int, dict[Any, Any]], t: float) -> list[Record]:
         """Pop and output every window of ``results`` that ends at or before tick ``t``, in window order."""
-        out: list[dict[Any, Any]] = []
+        out: list[Record] = []
         end = self.windows.end
         for wid in sorted(w for w in results if end(w) <= t):
             out.extend(self._records(wid, results.pop(wid)))
@@ -238,13 +238,13 @@ class GretaMatcher(_TrendOutput):
 
     # ------------------------------------------------------------------ interface
 
-    def feed(self, ev: Event) -> list[dict[Any, Any]]:
+    def feed(self, ev: Event) -> list[Record]:
         """Add one event (time order); return the records of the windows it closes."""
         t = ev.t
         if t < self.now:
             raise OutOfOrderError(f"event {ev.id} at tick {t} arrived after tick {self.now}")
         self.fed += 1
-        out: list[dict[Any, Any]] = []
+        out: list[Record] = []
         if t > self.now:
             if self.batch:
                 self._run_batch()
@@ -256,7 +256,7 @@ class GretaMatcher(_TrendOutput):
             self.batch_t = t
         return out
 
-    def flush(self) -> list[dict[Any, Any]]:
+    def flush(self) -> list[Record]:
         """End of input: close every window."""
         if self.batch:
             self._run_batch()
@@ -299,7 +299,7 @@ class GretaMatcher(_TrendOutput):
             self.buf_times.extend(ev.t for ev in batch)
             self.buf_events.extend(batch)
 
-    def _close(self, t: float) -> list[dict[Any, Any]]:
+    def _close(self, t: float) -> list[Record]:
         if self.graph is None:
             return self._close_deferred(t)
         graph = self.graph
@@ -319,8 +319,8 @@ class GretaMatcher(_TrendOutput):
 
     # ------------------------------------------------------------------ deferred
 
-    def _close_deferred(self, t: float) -> list[dict[Any, Any]]:
-        out: list[dict[Any, Any]] = []
+    def _close_deferred(self, t: float) -> list[Record]:
+        out: list[Record] = []
         w = self.windows
         times, events = self.buf_times, self.buf_events
         while self.head < len(times):
@@ -343,7 +343,7 @@ class GretaMatcher(_TrendOutput):
             self.head = 0
         return out
 
-    def _run_window(self, wid: int, events: list[Event]) -> list[dict[Any, Any]]:
+    def _run_window(self, wid: int, events: list[Event]) -> list[Record]:
         graph = Graph(
             self.template,
             self.layout,
@@ -395,12 +395,12 @@ class TrendEnumerator(_TrendOutput):
         self.results: dict[int, dict[tuple[Any, ...], Any]] = {}
         self.trends = 0
 
-    def feed(self, ev: Event) -> list[dict[Any, Any]]:
+    def feed(self, ev: Event) -> list[Record]:
         t = ev.t
-        out: list[dict[Any, Any]] = []
+        out: list[Record] = []
         if t > self.now:
             out = self._emit_closed(self.results, t)
-        captured = self.inner.feed(ev)  # raises OutOfOrderError on time travel
+        captured = cast("list[Any]", self.inner.feed(ev))  # (binding, key) pairs; raises OutOfOrderError on time travel
         self.fed += 1
         self.now = t
         if ev.type in self.inner.relevant:
@@ -409,8 +409,10 @@ class TrendEnumerator(_TrendOutput):
             self._add(bind, eqv)
         return out
 
-    def flush(self) -> list[dict[Any, Any]]:
-        for bind, eqv in self.inner.flush():  # pragma: no cover - the precise runtime holds nothing back
+    def flush(self) -> list[Record]:
+        for bind, eqv in cast(
+            "list[Any]", self.inner.flush()
+        ):  # pragma: no cover - the precise runtime holds nothing back
             self._add(bind, eqv)
         return self._emit_closed(self.results, math.inf)
 

@@ -164,7 +164,7 @@ class ImpreciseMatcher:
         """Every unseen event starts at or after this tick."""
         return self.now - self.umax
 
-    def feed(self, ev: Event) -> list[dict[Any, Any]]:
+    def feed(self, ev: Event) -> list[Record]:
         tlo = ev.tlo
         now = self.now
         if tlo > now:
@@ -187,7 +187,7 @@ class ImpreciseMatcher:
             return self._close(safe)
         return []
 
-    def feed_many(self, events: Iterable[Event]) -> list[dict[Any, Any]]:
+    def feed_many(self, events: Iterable[Event]) -> list[Record]:
         """``feed`` each event in turn and concatenate the records (the same records, in the same order), through
         the one feed loop (:func:`engine.onepass.feed_alone`): an event of a type the query does not name only moves
         the safe bound, which costs a few local-variable updates instead of a method call -- most of a pack's
@@ -212,7 +212,7 @@ class ImpreciseMatcher:
             return self._close(safe)
         return []
 
-    def flush(self) -> list[dict[Any, Any]]:
+    def flush(self) -> list[Record]:
         out = self._close(math.inf)
         for key in list(self.held):
             out.append(self._release(key))
@@ -282,8 +282,8 @@ class ImpreciseMatcher:
         self.max_signatures_per_closing = limits.runs_per_key
         self.max_signatures_per_step = limits.runs
 
-    def _close(self, safe: float) -> list[dict[Any, Any]]:
-        out: list[dict[Any, Any]] = []
+    def _close(self, safe: float) -> list[Record]:
+        out: list[Record] = []
         pending = self.pending
         cap = self.max_signatures_per_step
         self._step_stop = math.inf if cap is None else self.signatures + cap
@@ -316,7 +316,7 @@ class ImpreciseMatcher:
 
     # ------------------------------------------------------------------ enumeration
 
-    def _close_event(self, z: Event, out: list[dict[Any, Any]]) -> None:
+    def _close_event(self, z: Event, out: list[Record]) -> None:
         self._collapse: dict[tuple[Any, ...], list[Any]] = {}
         cap = self.max_signatures_per_closing
         self._stop_at = self._step_stop if cap is None else min(self._step_stop, self.signatures + cap)
@@ -336,7 +336,7 @@ class ImpreciseMatcher:
             ]
             out.append(self._record(merged, conf))
 
-    def _enumerate_closed_by(self, z: Event, out: list[dict[Any, Any]]) -> None:
+    def _enumerate_closed_by(self, z: Event, out: list[Record]) -> None:
         """Every signature whose last component is closed by ``z``: singletons first (backwards, with early
         predicate checks), then the Kleene sets between them."""
         eqv = self._bind_eq((None,) * len(self.attrs), z)
@@ -365,7 +365,7 @@ class ImpreciseMatcher:
         eqv: tuple[Any, ...],
         floor: float,
         z: Event,
-        out: list[dict[Any, Any]],
+        out: list[Record],
         top: bool = False,
     ) -> None:
         """Choose the singleton components ``singleton_order[:pos]`` (backwards).
@@ -557,7 +557,7 @@ class ImpreciseMatcher:
         return all(check(bind, None) for check in checks)
 
     def _assign_kleene(
-        self, assignment: list[Any], eqv: tuple[Any, ...], floor: float, z: Event, out: list[dict[Any, Any]]
+        self, assignment: list[Any], eqv: tuple[Any, ...], floor: float, z: Event, out: list[Record]
     ) -> None:
         bind = [
             evs[0] if evs is not None and not c.kleene else None for c, evs in zip(self.comps, assignment, strict=True)
@@ -602,7 +602,7 @@ class ImpreciseMatcher:
         pools: list[Any],
         assignment: list[Any],
         eqv: tuple[Any, ...],
-        out: list[dict[Any, Any]],
+        out: list[Record],
         taken: frozenset[Any],
     ) -> None:
         """Choose the Kleene sets ``pools[i:]``; an event goes to at most one of them (``taken``)."""
@@ -723,7 +723,7 @@ class ImpreciseMatcher:
                 return False
         return True
 
-    def _evaluate(self, assignment: list[Any], eqv: tuple[Any, ...], out: list[dict[Any, Any]]) -> bool:
+    def _evaluate(self, assignment: list[Any], eqv: tuple[Any, ...], out: list[Record]) -> bool:
         """Confidence of one complete assignment; emit or offer it.  True when it reached the threshold."""
         if self.mode == "distinct" and self.singles:
             key = self._return_key(assignment)
@@ -772,7 +772,7 @@ class ImpreciseMatcher:
                 bind.append(evs[0])
         return bind
 
-    def _record(self, assignment: list[Any], conf: Confidence) -> dict[Any, Any]:
+    def _record(self, assignment: list[Any], conf: Confidence) -> Record:
         tick = self.cq.tick
         match = {}
         for comp, evs in zip(self.comps, assignment, strict=True):
@@ -793,7 +793,7 @@ class ImpreciseMatcher:
             "return": {name: fn(bind, None) for name, fn in self.cq.returns},
         }
 
-    def _offer_distinct(self, assignment: list[Any], conf: Confidence, out: list[dict[Any, Any]]) -> None:
+    def _offer_distinct(self, assignment: list[Any], conf: Confidence, out: list[Record]) -> None:
         record = self._record(assignment, conf)
         key = return_key(record["return"].values())
         if key in self.emitted:
@@ -812,13 +812,13 @@ class ImpreciseMatcher:
         if held[0] >= 1.0:
             out.append(self._release(key))
 
-    def _release(self, key: Any) -> dict[Any, Any]:
+    def _release(self, key: Any) -> Record:
         _, record, _ = self.held.pop(key)
         self.emitted.add(key)
-        out: dict[Any, Any] = record
+        out: Record = record
         return out
 
-    def _offer_collapsed(self, assignment: list[Any], conf: Confidence, out: list[dict[Any, Any]]) -> None:
+    def _offer_collapsed(self, assignment: list[Any], conf: Confidence, out: list[Record]) -> None:
         """Collapsed records are gathered per closing event in :meth:`_close_event`'s caller."""
         singles = tuple(id(evs[0]) for comp, evs in zip(self.comps, assignment, strict=True) if not comp.kleene)
         group = self._collapse.get(singles)

@@ -18,7 +18,7 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import Any, cast
 
 from contracts.records import IncrementIds, record_id
 from engine.evaluator import START, Clock, Due, Record, Stats, register, window_horizon
@@ -97,7 +97,7 @@ class Matcher:
 
     # ------------------------------------------------------------------ public
 
-    def feed(self, ev: Event) -> list[dict[Any, Any]]:
+    def feed(self, ev: Event) -> list[Record]:
         """Process one event; return the match records it completes, in order of completion."""
         t = ev.t
         if t < self.now:
@@ -113,7 +113,7 @@ class Matcher:
             ts, evs = self.neg_buf[etype]
             ts.append(t)
             evs.append(ev)
-        out: list[dict[Any, Any]] = []
+        out: list[Record] = []
         pools = self.pools
         if self.partitioned:
             x = ev.attrs.get(self.attr0)
@@ -147,7 +147,7 @@ class Matcher:
             self.matches += len(out)
         return out
 
-    def _step_pools(self, keys: Iterable[Any], ev: Event, t: float, out: list[dict[Any, Any]]) -> None:
+    def _step_pools(self, keys: Iterable[Any], ev: Event, t: float, out: list[Record]) -> None:
         """Step the runs of the pools ``keys``; runs of the unbound pool that bound the key move to its pool."""
         pools = self.pools
         moved: list[Run] = []
@@ -172,13 +172,13 @@ class Matcher:
         for r in moved:
             pools.setdefault(key_of(r.eqv[0]), []).append(r)
 
-    def feed_many(self, events: Iterable[Event]) -> list[dict[Any, Any]]:
+    def feed_many(self, events: Iterable[Event]) -> list[Record]:
         """``feed`` each event in turn and concatenate the records (the same records, in the same order), through
         the one feed loop (:func:`engine.onepass.feed_alone`): under the skipping strategies an event of a type the
         query does not name only moves the clock (and counts towards the periodic sweep)."""
         return feed_alone(self, events)
 
-    def flush(self) -> list[dict[Any, Any]]:
+    def flush(self) -> list[Record]:
         """End of input: nothing is held back by the precise runtime."""
         return []
 
@@ -307,7 +307,7 @@ class Matcher:
             self._step = raw
             return
 
-        def step(r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
+        def step(r: Run, ev: Event, t: float, kept: list[Run], out: list[Record]) -> None:
             k, kin, n0, o0 = r.k, r.kin, len(kept), len(out)
             raw(r, ev, t, kept, out)
             callback(r, k, kin, kept, n0, len(out) - o0)
@@ -362,7 +362,7 @@ class Matcher:
         if new is not None:
             r.eqv = tuple(new)
 
-    def _start(self, ev: Event, t: float, out: list[dict[Any, Any]]) -> None:
+    def _start(self, ev: Event, t: float, out: list[Record]) -> None:
         c0 = self.comps[0]
         if ev.type != c0.type:
             return
@@ -376,7 +376,7 @@ class Matcher:
         for run in kept:
             self.pools.setdefault(key_of(run.eqv[0]) if self.partitioned else None, []).append(run)
 
-    def _advance(self, r: Run, k: int, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
+    def _advance(self, r: Run, k: int, ev: Event, t: float, kept: list[Run], out: list[Record]) -> None:
         """Bind ``ev`` as the (first element of the) component ``k``: the begin edge."""
         comp = self.comps[k]
         if comp.kleene:
@@ -398,7 +398,7 @@ class Matcher:
                 r.k = k + 1
             kept.append(r)
 
-    def _take(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
+    def _take(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[Record]) -> None:
         """Append ``ev`` to the Kleene component the run is building: the take edge."""
         k = r.k
         prev = r.bind[k]
@@ -417,7 +417,7 @@ class Matcher:
             kept.append(r)  # an event of another partition
         # strict contiguity, or partition contiguity on an event of the run's own partition: the run dies
 
-    def _step_next(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
+    def _step_next(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[Record]) -> None:
         """skip_till_next_match, partition_contiguity, strict_contiguity: one deterministic move, or a split.
 
         These strategies read the stream in its (tick, arrival) order (semantics section 4): every event fed after the
@@ -446,7 +446,7 @@ class Matcher:
         else:
             self._ignore(r, ev, kept)
 
-    def _step_any(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[dict[Any, Any]]) -> None:
+    def _step_any(self, r: Run, ev: Event, t: float, kept: list[Run], out: list[Record]) -> None:
         """skip_till_any_match: every qualifying event is both taken (a clone) and ignored (the run itself).
 
         In collapsed mode a Kleene component takes every qualifying event in place (one maximal set per run) and a
@@ -604,7 +604,7 @@ class Matcher:
     def _return_key(self, r: Run) -> tuple[Any, ...]:
         return return_key(fn(r.bind, None) for _, fn in self.cq.returns)
 
-    def _complete(self, r: Run, out: list[dict[Any, Any]]) -> None:
+    def _complete(self, r: Run, out: list[Record]) -> None:
         cq = self.cq
         if cq.final is not None and not cq.final(r.bind, None):
             return
@@ -618,7 +618,7 @@ class Matcher:
             self.emitted.add(key)
         out.append(self._record(r, returned))
 
-    def _record(self, r: Run, returned: dict[str, Any]) -> dict[Any, Any]:
+    def _record(self, r: Run, returned: dict[str, Any]) -> Record:
         if self.increments and self.grows:
             return self._increment(r, returned)
         match: dict[str, list[str]] = {}
@@ -652,7 +652,7 @@ class Matcher:
             "return": returned,
         }
 
-    def _increment(self, r: Run, returned: dict[str, Any]) -> dict[Any, Any]:
+    def _increment(self, r: Run, returned: dict[str, Any]) -> Record:
         """The record of a growing run as an increment of its previous record (semantics section 5): the trailing Kleene
         variable lists the events taken since then (in record order among themselves, docs/semantics.md section 5),
         ``extends`` names it, and ``id`` is the record id (:func:`contracts.records.record_id`: whole for a chain's
@@ -709,7 +709,7 @@ class Matcher:
         out["start"] = lo
         out["end"] = hi
         out["return"] = returned
-        return out
+        return cast(Record, out)  # built key by key: section 5's order, extends only when there is a parent
 
 
 class KleeneIds(Sequence[Any]):

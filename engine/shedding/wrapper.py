@@ -153,10 +153,10 @@ class SheddingMatcher:
         """Runs of the sheddable matchers (pSPICE's n_pm), as the matchers keep count: no walk over the pools."""
         return sum(m.alive for m in self._sheddable)
 
-    def flush(self) -> list[dict[Any, Any]]:
+    def flush(self) -> list[Record]:
         if self.feeder is not None:
             return self.feeder.flush()
-        out: list[dict[Any, Any]] = []
+        out: list[Record] = []
         for m in self.matchers:
             out.extend(m.flush())
         return out
@@ -270,15 +270,15 @@ class SheddingMatcher:
         for m in [self.feeder] if self.feeder is not None else self.matchers:
             m.set_clock(clock)
 
-    def _feed_all(self, ev: Event) -> list[dict[Any, Any]]:
+    def _feed_all(self, ev: Event) -> list[Record]:
         if self.feeder is not None:
             return self.feeder.feed(ev)
-        out: list[dict[Any, Any]] = []
+        out: list[Record] = []
         for m in self.matchers:
             out.extend(m.feed(ev))
         return out
 
-    def feed(self, ev: Event, arrival: float | None = None, now: float | None = None) -> list[dict[Any, Any]]:
+    def feed(self, ev: Event, arrival: float | None = None, now: float | None = None) -> list[Record]:
         """Process one event that arrived at ``arrival`` (clock seconds; None: never shed for it), dequeued at ``now``
         (default: ``clock()``); return its match records, in the order of the matchers."""
         if not self.enabled:
