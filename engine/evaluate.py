@@ -58,12 +58,13 @@ def write_increments(matchers: Iterable[Evaluator], on: bool = True) -> None:
         m.set_output(increments=on)
 
 
-def make_matcher(cq: CompiledQuery, max_uncertainty: int = 0) -> Any:
+def make_matcher(cq: CompiledQuery, max_uncertainty: int = 0) -> Evaluator:
     """The evaluator :func:`engine.plan.choose.choose_evaluator` picks for ``cq``: trend-aggregate queries get GRETA
     or, when GRETA cannot evaluate them, two-step enumeration; other skip_till_any_match queries the exact
     possible-worlds evaluator, the other strategies the NFA^b runtime on midpoints.  ``max_uncertainty`` (ticks): the
     widest interval the stream may carry (the imprecise evaluator's safe-emit bound)."""
-    return registered()[choose_evaluator(cq)].cls(cq, max_uncertainty)
+    made: Evaluator = registered()[choose_evaluator(cq)].cls(cq, max_uncertainty)
+    return made
 
 
 # ------------------------------------------------------------------------------------------------ cutting a stream
