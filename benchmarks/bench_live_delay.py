@@ -160,10 +160,12 @@ def run_live(
     wait: float = 900.0,
     start_timeout: float = 300.0,
     poll: float = 1.0,
+    kinds: frozenset[str] | None = None,
     say: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
 ) -> dict[str, Any]:
-    """Run the live demo under ``work``, watch Alertmanager until every watched fault has its alert or ``wait``
-    seconds after the simulated cluster's start, stop the demo (SIGINT) and return the delays."""
+    """Run the live demo under ``work``, watch Alertmanager until every watched fault (of ``kinds``; None: all) has
+    its alert or ``wait`` seconds after the simulated cluster's start, stop the demo (SIGINT) and return the
+    delays."""
     ports = free_ports(8)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     out = work / "demo.out"
@@ -185,7 +187,7 @@ def run_live(
         up = time.monotonic() - began
         truth = json.loads((work / "run" / "cluster" / "ground_truth.json").read_text())
         start = float(truth["window"]["start"])
-        faults = watched(truth, rounds)
+        faults = [p for p in watched(truth, rounds) if kinds is None or p[1].kind in kinds]
         say(f"demo up after {up:.0f} s; watching {len(faults)} faults in Alertmanager {base}")
         observe(base, faults, start + wait, poll=poll, alive=lambda: proc.poll() is None)
         died = proc.poll()
