@@ -96,6 +96,18 @@ class Stats:
     shed: int = 0  # partial matches removed by a load shedder
     dropped: int = 0  # partial matches lost to the memory bounds: runs dropped, enumerations cut short or skipped
 
+    @staticmethod
+    def total(fed: int, parts: Iterable[Stats]) -> Stats:
+        """A composite's statistics (the pack feeder, the shedder): its own event count, its parts' sums."""
+        ps = list(parts)
+        return Stats(
+            fed,
+            sum(p.matches for p in ps),
+            sum(p.runs_alive for p in ps),
+            sum(p.shed for p in ps),
+            sum(p.dropped for p in ps),
+        )
+
 
 @runtime_checkable
 class Evaluator(Protocol):

@@ -302,14 +302,7 @@ class PackFeeder:
         return sum(m.runs_alive() for m in self.matchers)
 
     def stats(self) -> Stats:
-        parts = [m.stats() for m in self.matchers]
-        return Stats(
-            self.fed,
-            sum(p.matches for p in parts),
-            sum(p.runs_alive for p in parts),
-            sum(p.shed for p in parts),
-            sum(p.dropped for p in parts),
-        )
+        return Stats.total(self.fed, (m.stats() for m in self.matchers))
 
     def horizon(self, last_t: float, umax: int) -> float:
         return min((m.horizon(last_t, umax) for m in self.matchers), default=math.inf)

@@ -210,14 +210,7 @@ class SheddingMatcher:
             q.shed_runs = n
 
     def stats(self) -> Stats:
-        parts = [m.stats() for m in self.matchers]
-        return Stats(
-            self.events,
-            sum(p.matches for p in parts),
-            sum(p.runs_alive for p in parts),
-            sum(p.shed for p in parts),
-            sum(p.dropped for p in parts),
-        )
+        return Stats.total(self.events, (m.stats() for m in self.matchers))
 
     def horizon(self, last_t: float, umax: int) -> float:
         return min((m.horizon(last_t, umax) for m in self.matchers), default=float("inf"))
