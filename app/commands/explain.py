@@ -39,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _compiled(args: argparse.Namespace) -> list[tuple[Any, str]]:
     """``(compiled query, note)`` for every query the options name."""
-    from app.matching.packs import compile_spec, load_pack, pack_tick
+    from app.matching.packs import compile_spec, load_pack, named_queries, pack_tick
 
     if args.query and not args.pack:
         raise CommandError("hcep explain: --query NAME needs --pack FILE")
@@ -68,12 +68,7 @@ def _compiled(args: argparse.Namespace) -> list[tuple[Any, str]]:
         return [(cq, "")]
     pack = load_pack(args.pack)
     tick = args.tick or pack_tick(pack)
-    specs = list(pack.queries)
-    if args.query:
-        specs = [spec for spec in specs if spec.name == args.query]
-        if not specs:
-            names = ", ".join(spec.name for spec in pack.queries) or "none"
-            raise CommandError(f"hcep explain: no query named {args.query!r} in pack {args.pack} (it has: {names})")
+    specs = named_queries(pack, args.query, args.pack, "explain")
     return [
         (
             compile_spec(

@@ -13,7 +13,7 @@ from app.errors import CommandError
 
 if TYPE_CHECKING:
     from engine.language.ast import Query
-    from engine.language.packs import Pack
+    from engine.language.packs import Pack, QuerySpec
     from engine.limits import Limits
     from engine.plan.compiler import CompiledQuery
 
@@ -132,13 +132,8 @@ def compiled_with_pack(args: argparse.Namespace) -> tuple[list[CompiledQuery], f
 
     pack = load_pack(args.pack)
     tick = args.tick or pack_tick(pack)
-    specs = list(pack.queries)
-    if args.query:
-        specs = [spec for spec in specs if spec.name == args.query]
-        if not specs:
-            names = ", ".join(spec.name for spec in pack.queries) or "none"
-            raise CommandError(f"hcep match: no query named {args.query!r} in pack {args.pack} (it has: {names})")
-    else:
+    specs = named_queries(pack, args.query, args.pack, "match")
+    if not args.query:
         specs = [spec for spec in specs if getattr(spec, "enabled", True)]
         if not specs:
             raise CommandError(f"hcep match: pack {args.pack} has no enabled query")
@@ -172,6 +167,18 @@ def limits_of(args: argparse.Namespace, pack: Pack | None = None) -> Limits:
     except LimitsError as err:
         raise CommandError(f"{args.pack}: {err}") from None
     return limits.with_overrides(getattr(args, "max_runs_per_key", None), getattr(args, "max_runs", None))
+
+
+def named_queries(pack: Pack, name: str | None, path: str, command: str) -> list[QuerySpec]:
+    """The pack's queries, or (``--query NAME``) the one so named; a name the pack lacks is a one-line error that
+    lists the names it has."""
+    specs = list(pack.queries)
+    if name:
+        specs = [spec for spec in specs if spec.name == name]
+        if not specs:
+            names = ", ".join(spec.name for spec in pack.queries) or "none"
+            raise CommandError(f"hcep {command}: no query named {name!r} in pack {path} (it has: {names})")
+    return specs
 
 
 def drops_line(command: str, drops: Mapping[str, int], bounds: str = "the pack's settings.limits") -> str | None:
