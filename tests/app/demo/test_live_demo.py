@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
+from benchmarks.bench_live_delay import free_ports
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, CI, screenshot_dir
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,23 +56,6 @@ def _need(ok: bool, reason: str) -> None:
     if CI:
         pytest.fail(f"live demo test under CI: {reason}")
     pytest.skip(reason)
-
-
-def _free_ports(n: int) -> list[int]:
-    """Ports free on 127.0.0.1 for TCP and UDP (gmond uses its number for both)."""
-    ports: list[int] = []
-    while len(ports) < n:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
-            tcp.bind(("127.0.0.1", 0))
-            port = tcp.getsockname()[1]
-            try:
-                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-                    udp.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        if port not in ports:
-            ports.append(port)
-    return ports
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -174,7 +158,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     except ImportError as err:
         _need(False, f"{err.name} is not installed")
     root = tmp_path_factory.mktemp("demo")
-    kafka, zk, gmond, gmetad, interactive, metrics, dashboard, alertmanager, spark_metrics = _free_ports(9)
+    kafka, zk, gmond, gmetad, interactive, metrics, dashboard, alertmanager, spark_metrics = free_ports(9)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     out = root / "demo.out"
     cmd = [
