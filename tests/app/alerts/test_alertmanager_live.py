@@ -33,7 +33,13 @@ def test_grouping_merges_the_alerts_of_one_job(client: Alertmanager, receiver: R
     ]
     client.post_alerts([a.to_json() for a in alerts])
 
-    groups = poll(lambda: [g for g in client.groups() if g["labels"].get("job_id") == job], 10, "the job's group")
+    def job_groups() -> list[dict] | None:
+        # Alertmanager's dispatcher takes posted alerts one at a time, so under load the group can be listed before
+        # its second alert joins it: wait until both have been dispatched (or the deadline shows they never are).
+        found = [g for g in client.groups() if g["labels"].get("job_id") == job]
+        return found if sum(len(g["alerts"]) for g in found) >= 2 else None
+
+    groups = poll(job_groups, 30, "the job's group with both alerts")
     assert len(groups) == 1
     assert sorted(a["labels"]["alertname"] for a in groups[0]["alerts"]) == ["SkewedMappers", "StragglingPull"]
     assert groups[0]["receiver"]["name"] == "hcep"
