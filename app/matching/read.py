@@ -127,14 +127,18 @@ def no_collection() -> Iterator[None]:
 
 @contextlib.contextmanager
 def frozen() -> Iterator[None]:
-    """Every object alive now out of the cyclic collector's reach (:func:`gc.freeze`): the events read, which live
-    until the end and hold no cycles.  Without it each full collection while matching scans them all again (records
-    held a moment longer made ``hcep match`` of a 267,000-event file twice as slow).  They are left frozen after
-    the block: the command ends there, and unfreezing cost Q1 of the issue-20 benchmark a tenth of its time; frozen
-    objects are still freed when their last reference goes (only cyclic garbage among them would stay, in a process
-    that runs ``hcep match`` in-process many times)."""
+    """Every object alive now out of the cyclic collector's reach (:func:`gc.freeze`), and the collector off for the
+    block (as it was after): the events read live until the end and hold no cycles, and matching makes no cyclic
+    garbage (a run, a Kleene cell, a record, a buffer are freed by their reference counts:
+    ``tests/app/test_match_gc.py`` checks the pack and its alerts leave nothing for the collector).  With the collector
+    on, each collection while matching scanned the evaluators' growing state again and again: 1.3 of the 5.0 CPU s of
+    the issue-25 pack (0.85 s in six full collections), 0.2 s of Q4's 2.1.  The events are left frozen after the block:
+    the command ends there, and unfreezing cost Q1 of the issue-20 benchmark a tenth of its time; frozen objects are
+    still freed when their last reference goes (only cyclic garbage among them would stay, in a process that runs
+    ``hcep match`` in-process many times)."""
     gc.freeze()
-    yield
+    with no_collection():
+        yield
 
 
 def parse_lines(stream: Iterable[bytes], label: str, decoder: EventDecoder) -> list[Event]:
