@@ -16,9 +16,10 @@ Why this shape, and why it gives ``hcep match``'s records:
   match: it is flushed (its pending records come out, as at the end of ``hcep match``'s input) and removed, so
   quiet keys leak no state.  An end-of-input marker (``--available-now``) releases and flushes everything.
 - The state is the evaluators' ``snapshot()`` (plain JSON, zlib-compressed) per group in a ``MapState``, and one
-  ``ValueState`` per bucket: its last release point, its keyless log and a small index of its groups (so a batch
-  loads only the groups that have work, and writes only those it changed).  An event-time timer wakes a bucket
-  with state when ``W`` moves.
+  ``ValueState`` per bucket: its last release point, its keyless log, a small index of its groups (so a batch
+  loads only the groups that have work, and writes only those it changed) and the groups never fed yet (their own
+  events waiting behind ``W``: most groups are written once so before their first release, and a blob of their
+  own would cost a state store round trip each).  An event-time timer wakes a bucket with state when ``W`` moves.
 - Restoring a snapshot costs more than feeding the events it holds, so the Python worker that wrote a group keeps
   it restored (:data:`_LIVE`), under the version written with it: the state store stays the truth (another worker,
   a retried task or a restart finds a different version and restores), and a group is taken out of the cache while
@@ -331,6 +332,10 @@ class Bucket:
         self.index: dict[str, list[Any]] = meta.get("index", {})
         # the event-time timer registered for this bucket (ms; None: none; UNKNOWN: a meta from before it was kept)
         self.timer: int | None = meta.get("timer", UNKNOWN)
+        # key -> the state of a group never fed (its own events wait behind the watermark): kept here, in the meta
+        # written every call anyway, rather than as a blob of its own (most groups are written once like this
+        # before their first release; each blob is a state store round trip)
+        self.waiting: dict[str, dict[str, Any]] = meta.get("wait", {})
         self.fams = {f.fid: f for f in plan.families}
         self.live: dict[str, StreamGroup] = {}
         self.touched: set[str] = set()
@@ -344,6 +349,7 @@ class Bucket:
             "log": {str(k): v for k, v in self.log.items() if v},
             "index": self.index,
             "timer": self.timer,
+            "wait": self.waiting,
         }
 
     def empty(self) -> bool:
@@ -358,6 +364,8 @@ class Bucket:
         cached = _LIVE.pop((self.plan.token, self.number, key), None)
         if entry is not None and cached is not None and cached[0] == entry[4]:
             got = cached[1]
+        elif key in self.waiting:
+            got = StreamGroup(self.plan, self.fams[fid], gkey, self.compiled, self.waiting[key])
         else:
             t0 = time.perf_counter()
             blob = self.store.get(key) if entry is not None else None
@@ -481,14 +489,23 @@ class Bucket:
         if gone is not None:
             self._count_drops(gone)
         self.touched.discard(key)
+        self.waiting.pop(key, None)
         if entry is not None and entry[4] is not None:  # stored (a version): one state store call, else none
             self.store.remove(key)
 
     def save(self) -> None:
-        """Write back the groups changed in this call, each under a new version (kept restored by this worker)."""
+        """Write back the groups changed in this call, each under a new version (kept restored by this worker); a
+        group never fed into :attr:`waiting` (the meta) instead."""
         t0 = time.perf_counter()
         for key in sorted(self.touched):
             g = self.live[key]
+            if not g.started:
+                self.waiting[key] = g.to_state()
+                if self.index[key][4] is not None:  # stored by an older version of this code
+                    self.store.remove(key)
+                    self.index[key][4] = None
+                continue
+            self.waiting.pop(key, None)
             version = uuid.uuid4().hex[:12]
             self.index[key][4] = version
             self.store.put(key, pack_blob(g.to_state()))

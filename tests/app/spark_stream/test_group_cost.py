@@ -5,6 +5,7 @@ group in one call are indexed once, not once a row (the index reads all of a gro
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -63,3 +64,56 @@ def test_a_group_is_indexed_once_a_call(monkeypatch: pytest.MonkeyPatch) -> None
     groups = len(bucket.index)
     assert groups >= 1
     assert calls <= 2 * groups, (calls, groups)  # not once per row
+
+
+def _reducer_rows(plan: Any, n: int, t0: float = 1_700_000_000.0, tag: str = "") -> list[tuple[Any, ...]]:
+    from app.spark.stream.source import route
+
+    lines = [
+        json.dumps({"type": "Reducer", "ts": t0 + i, "job_id": f"job_{i % 3}", "task_id": f"t{i}", "id": f"r{i}{tag}"})
+        for i in range(n)
+    ]
+    return [r[1:-1] for i, text in enumerate(lines) for r in route(plan, "f", i, text, f"f:{i}", 2**62)]
+
+
+def test_groups_never_fed_wait_in_the_meta() -> None:
+    """A group whose events all wait behind the watermark is kept in the bucket's meta (written every call anyway),
+    not as a blob of its own (a state store round trip each); once fed it goes to the store, and the meta lets go."""
+    from app.spark.stream.state import Bucket, compiled_for, pack_blob, unpack_blob
+    from tests.app.spark_stream.simulate import DictStore
+
+    plan = stream_plan(buckets=1)
+    compiled = compiled_for(plan)
+    store = DictStore()
+    bucket = Bucket(plan, compiled, None, store, 0)
+    bucket.handle(_reducer_rows(plan, 20), 0)  # no watermark yet: nothing released
+    meta = unpack_blob(pack_blob(bucket.meta()))
+    assert not store and meta["wait"] and set(meta["wait"]) == set(meta["index"])
+    later = Bucket(plan, compiled, meta, store, 0)
+    later.handle([], int((1_700_000_000.0 + 100) * 1000))  # past them: released
+    assert later.index and not later.waiting and set(store) == set(later.index)
+
+
+def test_an_older_checkpoints_unfed_group_blob_moves_to_the_meta() -> None:
+    """A checkpoint written before :attr:`Bucket.waiting` stored never-fed groups as blobs: such a group restores
+    from its blob, and its next write moves it to the meta and removes the blob (no orphan left in the store)."""
+    from app.spark.stream.state import Bucket, compiled_for, pack_blob
+    from tests.app.spark_stream.simulate import DictStore
+
+    plan = stream_plan(buckets=1)
+    compiled = compiled_for(plan)
+    store = DictStore()
+    first = Bucket(plan, compiled, None, store, 0)
+    rows = _reducer_rows(plan, 4)
+    first.handle(rows, 0)  # no watermark yet: nothing released
+    old_meta = first.meta()
+    for key, state in old_meta.pop("wait").items():  # as the older code wrote them
+        store.put(key, pack_blob(state))
+        old_meta["index"][key][4] = "v-old"
+    bucket = Bucket(plan, compiled, old_meta, store, 0)
+    again = _reducer_rows(plan, 4, t0=1_700_000_000.5, tag="b")  # the same jobs and tasks: every group written
+    bucket.handle(again, 0)
+    assert not store
+    assert all(entry[4] is None for entry in bucket.index.values()) and set(bucket.waiting) == set(bucket.index)
+    pend = sum(len(s["pend"]) for s in bucket.waiting.values())
+    assert pend == len(rows) + len(again)
