@@ -66,7 +66,13 @@ class PackFeeder:
     def _route(self, etype: str) -> tuple[int, ...]:
         route = set(self.always)
         route.update(i for i, w in enumerate(self.wanted) if w is not None and etype in w)
-        out = self.routes[etype] = tuple(sorted(route))
+        out = tuple(sorted(route))
+        # One tuple per distinct route: consecutive events of two types with the same route leave ``stale`` alone.
+        for known in self.routes.values():
+            if known == out:
+                out = known
+                break
+        self.routes[etype] = out
         return out
 
     def _refresh(self, which: Iterable[int]) -> None:
@@ -121,6 +127,7 @@ class PackFeeder:
             t = ev.t
             if check_order and t < t_last:
                 self.t, self.now, self.umax, self.fed, self.stale = t_last, now, umax, fed, stale
+                self.lo_safe, self.lo_fed = lo_safe, lo_fed
                 raise OutOfOrderError(f"event {ev.id} at tick {t} arrived after tick {t_last}")
             here: list[tuple[int, list[Record]]] | None = None  # (evaluator index, records) of this event
             for i in route:  # the evaluators that want the type: the clock before this event, then the event
@@ -142,12 +149,25 @@ class PackFeeder:
             t_last = t
             fed += 1
             if stale is not route:  # evaluators fed before but not now: their dues matter from here
-                if stale:
-                    self._refresh([i for i in stale if i not in route])
-                    lo_safe, lo_fed = self.lo_safe, self.lo_fed
+                for i in stale:  # (the smallest dues kept as they change: no pass over every evaluator's)
+                    if i not in route:
+                        ds, df = ms[i].due()
+                        old = due_safe[i]
+                        due_safe[i] = ds
+                        if ds < lo_safe:
+                            lo_safe = ds
+                        elif old == lo_safe and ds != old:
+                            lo_safe = min(due_safe)
+                        old = due_fed[i]
+                        due_fed[i] = df
+                        if df < lo_fed:
+                            lo_fed = df
+                        elif old == lo_fed and df != old:
+                            lo_fed = min(due_fed)
                 stale = route
             safe = now - umax
             if safe >= lo_safe or fed >= lo_fed:
+                self.lo_safe, self.lo_fed = lo_safe, lo_fed
                 if stale:  # read the dues of the evaluators just fed too: the smallest ones are then exact
                     self._refresh(stale)
                     stale = ()
@@ -172,6 +192,7 @@ class PackFeeder:
                 for _, got in here:
                     out.extend(got)
         self.t, self.now, self.umax, self.fed, self.stale = t_last, now, umax, fed, stale
+        self.lo_safe, self.lo_fed = lo_safe, lo_fed
         return out
 
     def _feed_one(self, events: Iterable[Event]) -> list[Record]:

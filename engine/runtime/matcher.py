@@ -94,6 +94,9 @@ class Matcher:
         self.max_runs: int | None = None
         self.limit_at: float = math.inf
         self.dropped_runs = 0  # runs dropped by those bounds
+        #: No run started before this (a lower bound of every run's ``t_first``): a sweep whose horizon is below it
+        #: has nothing to drop and skips the pools (a day-long window over an hour: every sweep).  -inf: unknown.
+        self.oldest = NEG_INF
 
     # ------------------------------------------------------------------ public
 
@@ -204,6 +207,7 @@ class Matcher:
 
     def restore(self, snap: Mapping[str, Any], codec: EventCodec | None = None) -> None:
         state.restore(self, snap, codec)
+        self.oldest = NEG_INF  # the restored runs' starts are not known: the next sweep looks
 
     def stats(self) -> Stats:
         return Stats(self.fed, self.matches, self.alive, self.shed_runs, self.dropped_runs)
@@ -320,13 +324,20 @@ class Matcher:
         if w is None:
             return
         horizon = self.now - w
-        for key in list(self.pools):
-            alive = [r for r in self.pools[key] if r.t_first > horizon]
-            if alive:
-                self.pools[key] = alive
-            else:
-                del self.pools[key]
-        self.alive = sum(map(len, self.pools.values()))
+        if horizon >= self.oldest:
+            oldest = self.now  # runs started later start at or after it (time order)
+            pools = self.pools
+            for key in list(pools):
+                alive = [r for r in pools[key] if r.t_first > horizon]
+                if alive:
+                    pools[key] = alive
+                    first = min(r.t_first for r in alive)
+                    if first < oldest:
+                        oldest = first
+                else:
+                    del pools[key]
+            self.alive = sum(map(len, pools.values()))
+            self.oldest = oldest
         for ts, evs in self.neg_buf.values():
             cut = bisect_right(ts, horizon)
             if cut:
