@@ -153,10 +153,11 @@ def session_conf(master: str) -> dict[str, str]:
     Python (its packages: the engine, pandas, pyarrow); a master on loopback (``deploy/spark/cluster-start.sh``)
     gets a driver on loopback too, so nothing listens beyond it."""
     from app.spark.session import LOOPBACK, is_local
+    from app.spark.stream.job import session_conf as jvm_conf
 
     if is_local(master):
-        return {}
-    conf = {"spark.pyspark.python": sys.executable, "spark.executorEnv.PYSPARK_PYTHON": sys.executable}
+        return jvm_conf()
+    conf = {**jvm_conf(), "spark.pyspark.python": sys.executable, "spark.executorEnv.PYSPARK_PYTHON": sys.executable}
     host = master.split("://", 1)[-1].rsplit(":", 1)[0]
     if host in (LOOPBACK, "localhost"):
         os.environ["SPARK_LOCAL_IP"] = LOOPBACK
