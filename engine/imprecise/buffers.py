@@ -40,12 +40,19 @@ class Keyed:
         j = len(los) if hi_exclusive == math.inf else bisect_left(los, hi_exclusive)
         return i, j
 
-    def prune(self, min_thi: float) -> None:
-        keep = [k for k, e in enumerate(self.events) if e.thi >= min_thi]
-        if len(keep) != len(self.events):
-            self.events = [self.events[k] for k in keep]
-            self.los = [self.los[k] for k in keep]
-            self.arrs = [self.arrs[k] for k in keep]
+    def prune(self, min_thi: float, width: float = math.inf) -> None:
+        """Drop the events with ``thi < min_thi``; ``width``: no event is wider (``thi - tlo``), so only those with a
+        lower bound in ``[min_thi - width, min_thi)`` need a look (before: gone; after: kept)."""
+        events, los = self.events, self.los
+        a = 0 if width == math.inf else bisect_left(los, min_thi - width)
+        b = bisect_left(los, min_thi)
+        keep = [k for k in range(a, b) if events[k].thi >= min_thi]
+        if a == 0 and len(keep) == b:
+            return
+        arrs = self.arrs
+        self.events = [events[k] for k in keep] + events[b:]
+        self.los = [los[k] for k in keep] + los[b:]
+        self.arrs = [arrs[k] for k in keep] + arrs[b:]
 
 
 class TypeBuffer:
@@ -160,28 +167,39 @@ class TypeBuffer:
         return self.span(floor, hi_exclusive)
 
     def prune(self, min_thi: float) -> None:
-        gone = [e for e in self.events if e.thi < min_thi]
-        if gone:
-            self.events = [e for e in self.events if e.thi >= min_thi]
-            self.los = [e.tlo for e in self.events]
-            if self.key is not None:
-                _prune_values(self.keyed, {key_of(e.attrs.get(self.key)) for e in gone}, min_thi)
-            for attr, index in self.by_attr.items():
-                values = set()
-                for e in gone:
-                    try:
-                        values.add(e.attrs.get(attr))
-                    except TypeError:  # unhashable: never indexed
-                        continue
-                _prune_values(index, values, min_thi)
+        """Drop the events with ``thi < min_thi``.  Sorted by ``tlo`` and none wider than :attr:`width`: those with
+        ``tlo < min_thi - width`` are all gone and those with ``tlo >= min_thi`` all kept, so only the band between
+        is looked at (a prune a quarter window passed over the whole buffer three times)."""
+        events, los, width = self.events, self.los, self.width
+        a = bisect_left(los, min_thi - width)
+        b = bisect_left(los, min_thi)
+        band = events[a:b]
+        kept = [e for e in band if e.thi >= min_thi]
+        if a == 0 and len(kept) == len(band):
+            return
+        gone = events[:a]
+        if len(kept) != len(band):
+            gone += [e for e in band if e.thi < min_thi]
+        self.events = kept + events[b:]
+        self.los = [e.tlo for e in kept] + los[b:]
+        if self.key is not None:
+            _prune_values(self.keyed, {key_of(e.attrs.get(self.key)) for e in gone}, min_thi, width)
+        for attr, index in self.by_attr.items():
+            values = set()
+            for e in gone:
+                try:
+                    values.add(e.attrs.get(attr))
+                except TypeError:  # unhashable: never indexed
+                    continue
+            _prune_values(index, values, min_thi, width)
 
 
-def _prune_values(index: dict[Any, Keyed], values: set[Any], min_thi: float) -> None:
+def _prune_values(index: dict[Any, Keyed], values: set[Any], min_thi: float, width: float) -> None:
     """Prune the lists of ``values`` in ``index`` (the values of the events just pruned), dropping emptied ones."""
     for v in values:
         sub = index.get(v)
         if sub is not None:
-            sub.prune(min_thi)
+            sub.prune(min_thi, width)
             if not sub.events:
                 del index[v]
 
