@@ -327,15 +327,17 @@ class Matcher:
         if horizon >= self.oldest:
             oldest = self.now  # runs started later start at or after it (time order)
             pools = self.pools
-            for key in list(pools):
-                alive = [r for r in pools[key] if r.t_first > horizon]
-                if alive:
+            for key, runs in list(pools.items()):
+                first = min(map(_T_FIRST, runs))
+                if first <= horizon:  # (a pool with nothing to drop is left as it is)
+                    alive = [r for r in runs if r.t_first > horizon]
+                    if not alive:
+                        del pools[key]
+                        continue
                     pools[key] = alive
-                    first = min(r.t_first for r in alive)
-                    if first < oldest:
-                        oldest = first
-                else:
-                    del pools[key]
+                    first = min(map(_T_FIRST, alive))
+                if first < oldest:
+                    oldest = first
             self.alive = sum(map(len, pools.values()))
             self.oldest = oldest
         for ts, evs in self.neg_buf.values():
@@ -823,4 +825,5 @@ def sort_events(events: Iterable[Event]) -> list[Event]:
 
 
 _SEQ = attrgetter("seq")
+_T_FIRST = attrgetter("t_first")
 _POINT = attrgetter("t")
