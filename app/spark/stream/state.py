@@ -30,6 +30,7 @@ Why this shape, and why it gives ``hcep match``'s records:
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import time
@@ -537,6 +538,21 @@ class _MapStore:
 
 
 _COMPILED: dict[str, list[Any]] = {}
+#: Calls between two full collections of a worker's heap (:func:`_thaw`).
+FULL_GC_EVERY = 16
+_CALLS = [0]
+
+
+def _thaw() -> None:
+    """At the start of a call, every :data:`FULL_GC_EVERY`-th one: unfreeze the worker's objects and collect them all
+    once (the cycles of groups let go are reclaimed then).  Between, they stay frozen (``gc.freeze`` at the end of a
+    call): PySpark's daemon runs a full ``gc.collect()`` after every task, which walked the groups this worker keeps
+    (:data:`_LIVE`, a million objects) each time -- more CPU than the operator's own work -- and Python's own full
+    collections within a call walked them too (issue 28, cut 3)."""
+    _CALLS[0] += 1
+    if _CALLS[0] % FULL_GC_EVERY == 0:
+        gc.unfreeze()
+        gc.collect()
 
 
 def compiled_for(plan: StreamPlan) -> list[Any]:
@@ -573,7 +589,9 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
 
     def _finish(self, bucket: Bucket, wm_ms: int, out: list[tuple]) -> Iterator[Any]:
         """Write the bucket's meta and keep one timer at the watermark + 1 ms (wake when it moves): the timer kept in
-        the meta spares listing them, and one already right is left alone (each call is a round trip to the JVM)."""
+        the meta spares listing them, and one already right is left alone (each call is a round trip to the JVM).
+
+        Then the worker's objects are frozen out of the garbage collector (:func:`_thaw`)."""
         import pandas as pd
 
         want = None if bucket.empty() else max(int(wm_ms), 0) + 1
@@ -591,10 +609,12 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
             self.meta.clear()
         else:
             self.meta.update((pack_blob(bucket.meta()),))
+        gc.freeze()  # the objects this call left behind join the frozen ones
         if out:
             yield pd.DataFrame(out, columns=OUT_COLUMNS)
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:  # noqa: N802, N803
+        _thaw()  # see _finish
         wm = timerValues.getCurrentWatermarkInMs()
         bucket = self._bucket(key)
         cols = ["fid", "gkey", "kind", "seq", "mid2", "tlo", "thi", "etype", "json", "origin", "pos", "primary"]
@@ -605,6 +625,7 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
         yield from self._finish(bucket, wm, out)
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:  # noqa: N802, N803
+        _thaw()  # see _finish
         wm = timerValues.getCurrentWatermarkInMs()
         bucket = self._bucket(key)
         if bucket.timer == expiredTimerInfo.getExpiryTimeInMs():

@@ -1,0 +1,116 @@
+"""The stateful operator's Python worker and the garbage collector (issue 28, cut 3): PySpark's daemon runs a full
+``gc.collect()`` after every task, which walked every group the worker keeps; the operator freezes its objects at
+the end of a call, so that collection sees only what came after, and collects everything once every
+``FULL_GC_EVERY`` calls (the cycles of groups let go are reclaimed then)."""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.app.spark_stream.conftest import stream_plan
+
+COLS = ["fid", "gkey", "kind", "seq", "mid2", "tlo", "thi", "etype", "json", "origin", "pos", "primary"]
+
+
+class _Value:
+    def __init__(self) -> None:
+        self.v: Any = None
+
+    def get(self) -> Any:
+        return self.v
+
+    def update(self, v: Any) -> None:
+        self.v = v
+
+    def clear(self) -> None:
+        self.v = None
+
+
+class _Map:
+    def __init__(self) -> None:
+        self.d: dict[Any, Any] = {}
+
+    def getValue(self, k: Any) -> Any:  # noqa: N802 - Spark's names
+        return self.d.get(k)
+
+    def updateValue(self, k: Any, v: Any) -> None:  # noqa: N802
+        self.d[k] = v
+
+    def removeKey(self, k: Any) -> None:  # noqa: N802
+        self.d.pop(k, None)
+
+
+class _Handle:
+    def __init__(self) -> None:
+        self.value, self.map, self.timers = _Value(), _Map(), set[int]()
+
+    def getValueState(self, name: str, schema: str) -> _Value:  # noqa: N802
+        return self.value
+
+    def getMapState(self, name: str, key: str, value: str) -> _Map:  # noqa: N802
+        return self.map
+
+    def registerTimer(self, t: int) -> None:  # noqa: N802
+        self.timers.add(t)
+
+    def deleteTimer(self, t: int) -> None:  # noqa: N802
+        self.timers.discard(t)
+
+    def listTimers(self) -> Iterator[int]:  # noqa: N802
+        return iter(list(self.timers))
+
+
+class _Clock:
+    def __init__(self, wm: int) -> None:
+        self.wm = wm
+
+    def getCurrentWatermarkInMs(self) -> int:  # noqa: N802
+        return self.wm
+
+
+@pytest.fixture
+def thawed() -> Iterator[None]:
+    yield
+    gc.unfreeze()
+
+
+def test_a_call_leaves_the_workers_objects_frozen(thawed: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    import pandas as pd
+
+    from app.spark.stream import state
+    from app.spark.stream.source import route
+
+    plan = stream_plan(buckets=1)
+    proc = state.BucketProcessor(plan)
+    proc.init(_Handle())
+    gc.unfreeze()
+    state._CALLS[0] = 0
+    full: list[int] = []
+
+    def collect(*generation: int) -> int:
+        full.append(state._CALLS[0])
+        return gc.collect(*generation)
+
+    monkeypatch.setattr(state, "gc", types.SimpleNamespace(freeze=gc.freeze, unfreeze=gc.unfreeze, collect=collect))
+    for call in range(state.FULL_GC_EVERY + 1):
+        t0 = 1_700_000_000.0 + 10 * call
+        lines = [
+            json.dumps({"type": "Reducer", "ts": t0 + i, "job_id": "j", "task_id": f"t{call}-{i}", "id": f"{call}-{i}"})
+            for i in range(5)
+        ]
+        rows = [r[1:-1] for i, text in enumerate(lines) for r in route(plan, "f", i, text, f"f:{i}", 2**62)]
+        frame = pd.DataFrame(rows, columns=COLS)
+        list(proc.handleInputRows((0,), iter([frame]), _Clock(int(t0 * 1000))))
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        # what the daemon's collection after the task walks: the objects made since, not the frozen ones
+        assert len(gc.get_objects()) < frozen / 4, (len(gc.get_objects()), frozen)
+    # everything unfrozen and collected once, by the FULL_GC_EVERY-th call
+    assert full == [state.FULL_GC_EVERY]
