@@ -255,6 +255,17 @@ def test_natural_stragglers_scattered_over_hosts_do_not_warn(pack: Any) -> None:
     assert warnings(pack, events) == []
 
 
+def test_long_stragglers_of_other_jobs_ending_one_after_another_do_not_warn(pack: Any) -> None:
+    # On a large cluster a host may hold a few natural stragglers, each of its own job, for half an hour or more
+    # (7-30x their jobs' pace: costly records); they end within minutes of one another.  The host's attempts that
+    # started meanwhile run at their usual pace.
+    events = []
+    for k, (pace, period) in enumerate(((9.1, 1850.0), (8.4, 1900.0), (7.2, 2100.0), (2.5, 80.0), (32.0, 2090.0))):
+        events.append({**attempt(2200 + 60 * k, "node3", 30 + k, pace=pace), "period": period})
+    events += [attempt(2600 + 30 * k, "node3", 40 + k, pace=(0.8, 0.9, 1.0)[k]) for k in range(3)]
+    assert warnings(pack, events) == []
+
+
 def load_rounds(host_load: dict[float, float], until: float = 600.0) -> list[dict[str, Any]]:
     """Ganglia rounds every 15 s: the cluster's mean load 1.0 (std-dev 0.4 over 200 hosts), host n5's load_one
     as given from each time on (1.0 before the first)."""
