@@ -132,13 +132,18 @@ def frozen() -> Iterator[None]:
     garbage (a run, a Kleene cell, a record, a buffer are freed by their reference counts:
     ``tests/app/test_match_gc.py`` checks the pack and its alerts leave nothing for the collector).  With the collector
     on, each collection while matching scanned the evaluators' growing state again and again: 1.3 of the 5.0 CPU s of
-    the issue-25 pack (0.85 s in six full collections), 0.2 s of Q4's 2.1.  The events are left frozen after the block:
-    the command ends there, and unfreezing cost Q1 of the issue-20 benchmark a tenth of its time; frozen objects are
-    still freed when their last reference goes (only cyclic garbage among them would stay, in a process that runs
-    ``hcep match`` in-process many times)."""
+    the issue-25 pack (0.85 s in six full collections), 0.2 s of Q4's 2.1.  What the block made is frozen too before
+    the collector is back: all of it is still in the youngest generation, which the next allocation would have the
+    collector scan whole (0.33 CPU s after the pack).  Both are left frozen: the command ends there, and unfreezing
+    cost Q1 of the issue-20 benchmark a tenth of its time; frozen objects are still freed when their last reference
+    goes (only cyclic garbage among them would stay -- an evaluator that holds a bound method of its own, once
+    dropped -- in a process that runs ``hcep match`` in-process many times)."""
     gc.freeze()
     with no_collection():
-        yield
+        try:
+            yield
+        finally:
+            gc.freeze()
 
 
 def parse_lines(stream: Iterable[bytes], label: str, decoder: EventDecoder) -> list[Event]:

@@ -75,7 +75,9 @@ class Matcher:
         self.emitted: set[Any] = set()
         self.matches = 0
         self._future = self._future_forms() if self.distinct and self.any else None
-        self._step = self._step_any if self.any else self._step_next
+        # A step observer (pSPICE, :meth:`observe`); None: the step functions bare, looked up per feed (a bound method
+        # of its own kept on the matcher would make it cyclic garbage, freed only by the cyclic collector).
+        self._observed: Callable[[Run, Event, float, list[Run], list[Record]], None] | None = None
         self.shed_runs = 0  # runs removed by shed() (engine.shedding); the hot path never reads it
         self.first_type = cq.components[0].type
         #: Kleene ids of records as :class:`KleeneIds` (built when read) instead of lists: for consumers that read the
@@ -127,7 +129,7 @@ class Matcher:
             else:
                 runs = pools.get(x)  # the event's own pool (the common case, inline), then the unbound runs
                 if runs:
-                    step = self._step
+                    step = self._observed or (self._step_any if self.any else self._step_next)
                     kept: list[Run] = []
                     for r in runs:
                         step(r, ev, t, kept, out)
@@ -154,7 +156,7 @@ class Matcher:
         """Step the runs of the pools ``keys``; runs of the unbound pool that bound the key move to its pool."""
         pools = self.pools
         moved: list[Run] = []
-        step = self._step
+        step = self._observed or (self._step_any if self.any else self._step_next)
         for key in keys:
             runs = pools.get(key)
             if not runs:
@@ -298,6 +300,11 @@ class Matcher:
         self.alive -= removed
         return removed
 
+    @property
+    def _step(self) -> Callable[[Run, Event, float, list[Run], list[Record]], None]:
+        """The step function :meth:`feed` uses: the observer's, else the strategy's bare one."""
+        return self._observed or (self._step_any if self.any else self._step_next)
+
     def observe(self, callback: Callable[[Run, int, bool, list[Any], int, int], None] | None) -> None:
         """Install (``None``: remove) an observer of run steps, for learning pSPICE's transition statistics.
 
@@ -306,17 +313,17 @@ class Matcher:
         itself and its clones), and how many match records the step produced.  Without an observer the step functions
         run bare.
         """
-        raw = self._step_any if self.any else self._step_next
         if callback is None:
-            self._step = raw
+            self._observed = None
             return
+        raw = self._step_any if self.any else self._step_next
 
         def step(r: Run, ev: Event, t: float, kept: list[Run], out: list[Record]) -> None:
             k, kin, n0, o0 = r.k, r.kin, len(kept), len(out)
             raw(r, ev, t, kept, out)
             callback(r, k, kin, kept, n0, len(out) - o0)
 
-        self._step = step
+        self._observed = step
 
     def sweep(self) -> None:
         """Drop runs whose window has passed and negation candidates no future match can see."""
