@@ -21,6 +21,7 @@ from app.errors import CommandError
 from app.matching.judge import judge
 from app.matching.packs import compiled_with_pack, drops_line, limits_of, load_pack, max_delta_of, pack_tick
 from app.matching.read import built_types, frozen, read_events
+from app.matching.write import write_records
 
 if TYPE_CHECKING:
     from engine.events import Event
@@ -99,11 +100,8 @@ def run(args: argparse.Namespace) -> int:
     # Growing runs as increments (docs/semantics.md section 5) unless --full-matches asks for whole signatures.
     full = getattr(args, "full_matches", False)
     matched = StreamedMatch(compiled, cast("list[Event]", events), limits, increments=not full)  # Stamps pass too
-    write = sys.stdout.write
     with frozen():
-        for record in matched:  # written as they complete: an exponential output is never held
-            write(json.dumps(record))
-            write("\n")
+        write_records(matched, sys.stdout.write)  # written as they complete: an exponential output is never held
     sys.stdout.flush()
     bounds = f"--max-runs-per-key {limits.runs_per_key or 'none'}, --max-runs {limits.runs or 'none'}"
     line = drops_line("match", matched.dropped(), bounds)
