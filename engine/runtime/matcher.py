@@ -626,11 +626,14 @@ class Matcher:
 
     def _complete(self, r: Run, out: list[Record]) -> None:
         cq = self.cq
-        if cq.final is not None and not cq.final(r.bind, None):
+        bind = r.bind
+        if cq.final is not None and not cq.final(bind, None):
             return
         if cq.negations and self._negated(r):
             return
-        returned = {name: fn(r.bind, None) for name, fn in cq.returns}
+        returned = {}
+        for name, fn in cq.returns:  # (a loop: a comprehension is a call of its own, per record)
+            returned[name] = fn(bind, None)
         if self.distinct:
             key = return_key(returned.values())
             if key in self.emitted:
