@@ -38,6 +38,10 @@ class EnumerationPlan:
     return_ready: int = -1
     #: position -> (its attribute, the later singleton's position, that one's attribute) of an equality join
     joins: dict[int, tuple[str, int, str]] = field(default_factory=dict)
+    #: event type -> per component of that type, the predicates that name only its variable (as ``f(bind, event)``):
+    #: an event that fails every component's is never a candidate and need not be buffered.  A type without an entry
+    #: is buffered whole (a component of it without such predicates, or a negation of it).
+    type_filters: dict[str, list[list[Any]]] = field(default_factory=dict)
 
 
 #: Plans made, per compiled query (held, so its id is not reused) and flags: ``hcep stream`` and ``hcep batch`` build
@@ -104,6 +108,8 @@ def make_plan(cq: CompiledQuery, *, distinct_singles: bool, early_filters: bool)
                 [(singleton[expr.left.var], expr.left.attr), (singleton[expr.right.var], expr.right.attr)]
             )
             p.joins.setdefault(j, (attr, k, kattr))
+    if early_filters:
+        p.type_filters = _type_filters(cq, index)
     last = comps[-1]
     for expr in cq.ast.where:
         refs = references(expr)
@@ -131,3 +137,32 @@ def make_plan(cq: CompiledQuery, *, distinct_singles: bool, early_filters: bool)
                     compile_expr(expr, Placement(None, "complete", index, cq.agg_slots))
                 )
     return p
+
+
+def _type_filters(cq: CompiledQuery, index: dict[str, int]) -> dict[str, list[list[Any]]]:
+    """:attr:`EnumerationPlan.type_filters`: per component, the WHERE predicates that name only its variable, as a
+    plain attribute of a singleton or element-wise (``b[i]``, true-false consistent) of a Kleene variable -- every
+    event of a match must pass those of its component.  Q7 buffered all 58,800 Ganglia samples for ``h`` and ``m``;
+    only those of ``load_one`` can be either."""
+    by_var: dict[str, list[Any]] = {c.var: [] for c in cq.components}
+    for expr in cq.ast.where:
+        refs = references(expr)
+        if len(refs) != 1 or id(expr) in cq.forall:
+            continue
+        ((var, forms),) = refs.items()
+        comp = next((c for c in cq.components if c.var == var), None)
+        if comp is None:  # a negated variable
+            continue
+        if comp.kleene:
+            if forms != {"i"} or classify(expr, var) != "true-false":
+                continue
+        elif forms != {"single"}:
+            continue
+        by_var[var].append(compile_expr(expr, Placement(var, "begin", index, {})))
+    negated = {n.type for n in cq.negations}
+    out: dict[str, list[list[Any]]] = {}
+    for etype in {c.type for c in cq.components} - negated:
+        alts = [by_var[c.var] for c in cq.components if c.type == etype]
+        if all(alts):
+            out[etype] = alts
+    return out

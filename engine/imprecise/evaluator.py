@@ -156,6 +156,8 @@ class ImpreciseMatcher:
         self.free = plan.free
         self.return_ready = plan.return_ready
         self.joins = plan.joins
+        self.type_filters = plan.type_filters
+        self._no_bind: list[Any] = [None] * len(self.cq.components)
 
     # ------------------------------------------------------------------ stream
 
@@ -173,6 +175,9 @@ class ImpreciseMatcher:
         if width > self.umax:
             self.umax = width
         buf = self.buffers.get(ev.type)
+        alts = self.type_filters.get(ev.type) if buf is not None else None
+        if alts is not None and not any(all(f(self._no_bind, ev) for f in fs) for fs in alts):
+            buf = None  # no component of its type can take it (the predicates naming only that component)
         if buf is not None:
             buf.add(ev)
             if ev.type == self.last_type and self._may_close(ev):
