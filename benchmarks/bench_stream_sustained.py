@@ -253,6 +253,7 @@ def run_rate(
     cluster_pids: list[int] | None = None,
     max_lag: float = 60.0,
     pack: Path = PACK,
+    trigger: float = 0.0,
 ) -> dict[str, Any]:
     seconds = max(int(minutes * 60), 10)
     trace = Trace(rate, seconds)
@@ -262,6 +263,8 @@ def run_rate(
         d.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "app.cli", "stream", "--pack", str(pack), "--input", str(in_dir)]
     argv += ["--output", str(out), "--checkpoint", str(ck), "--master", master, "--keyless-types", KEYLESS]
+    if trigger > 0:  # micro-batches at most this often (Spark's fixed costs are paid per batch)
+        argv += ["--trigger", str(trigger)]
     log_path = work / "stream.log"
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     with log_path.open("w") as log:
@@ -495,6 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drain", type=float, default=120.0, help="seconds to catch up after landing stops (120)")
     parser.add_argument("--max-lag", type=float, default=60.0, help="bounded: p99 lag at most this (60 s)")
     parser.add_argument("--pack", type=Path, default=PACK, help="the query pack (queries/hadoop.yaml)")
+    parser.add_argument("--trigger", type=float, default=0.0, help="hcep stream --trigger S (0: batches back to back)")
     parser.add_argument(
         "--cluster",
         metavar="RUN_DIR",
@@ -517,7 +521,9 @@ def main(argv: list[str] | None = None) -> int:
                 safe = "".join(c if c.isalnum() else "_" for c in master)
                 work = base / f"{safe}-{int(rate)}"
                 pids = _cluster_workers(args.cluster) if args.cluster and master.startswith("spark://") else None
-                row = run_rate(master, rate, args.minutes, work, args.drain, pids, args.max_lag, args.pack)
+                row = run_rate(
+                    master, rate, args.minutes, work, args.drain, pids, args.max_lag, args.pack, args.trigger
+                )
                 rows.append(row)
                 print(table([row], COLUMNS), flush=True)
                 print(f"  CPU: {row['cpu by process']}; invalid {row['invalid']}, late {row['late']}", flush=True)
