@@ -200,7 +200,7 @@ def test_reducers_that_start_soon_or_small_output_do_not_warn(pack: Any) -> None
     assert warnings(pack, held_job(700.0, 0.5) + rounds(900)) == []  # held, but half a GiB waits
 
 
-def attempt(at: float, host: str, job: int, *, status: str = "SUCCEEDED", pace: float | None = 1.0) -> dict:
+def attempt(at: float, host: str, job: int, *, status: str = "SUCCEEDED", pace: float | None = 1.0) -> dict[str, Any]:
     """A finished map attempt: ``pace`` is its time per input byte over its job's maps elsewhere (the collector's)."""
     attrs: dict[str, Any] = {"job_id": f"job_1700000000000_{job:04d}", "host": host, "status": status}
     attrs.update(speculative=False, period=60.0)
