@@ -114,3 +114,64 @@ def test_a_call_leaves_the_workers_objects_frozen(thawed: None, monkeypatch: pyt
         assert len(gc.get_objects()) < frozen / 4, (len(gc.get_objects()), frozen)
     # everything unfrozen and collected once, by the FULL_GC_EVERY-th call
     assert full == [state.FULL_GC_EVERY]
+
+
+class _Expired:
+    def __init__(self, t: int) -> None:
+        self.t = t
+
+    def getExpiryTimeInMs(self) -> int:  # noqa: N802
+        return self.t
+
+
+def test_a_meta_is_parsed_again_only_when_another_worker_wrote_it(
+    thawed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bucket's meta (it holds the groups waiting for their first release) is parsed only when this worker's copy
+    is not the stored version, and not written when a call left it unchanged; an older checkpoint's meta (no version)
+    still reads."""
+    import types
+    import zlib
+
+    import pandas as pd
+
+    from app.spark.stream import state
+    from app.spark.stream.source import route
+
+    plan = stream_plan(buckets=1)
+    handle = _Handle()
+    proc = state.BucketProcessor(plan)
+    proc.init(handle)
+    parsed: list[int] = []
+
+    def decompress(data: bytes) -> bytes:
+        parsed.append(len(data))
+        return zlib.decompress(data)
+
+    monkeypatch.setattr(state, "zlib", types.SimpleNamespace(compress=zlib.compress, decompress=decompress))
+    state._METAS.clear()
+    t0 = 1_700_000_000.0
+    lines = [
+        json.dumps({"type": "Reducer", "ts": t0 + i, "job_id": "j", "task_id": f"t{i}", "id": f"r{i}"})
+        for i in range(5)
+    ]
+    rows = [r[1:-1] for i, text in enumerate(lines) for r in route(plan, "f", i, text, f"f:{i}", 2**62)]
+    wm = int(t0 * 1000)
+    list(proc.handleInputRows((0,), iter([pd.DataFrame(rows, columns=COLS)]), _Clock(wm)))
+    written = handle.value.v
+    assert written[0][:1] == state.META_V1 and handle.timers == {wm + 1}
+    list(proc.handleExpiredTimer((0,), _Clock(wm), _Expired(wm - 5)))  # an older timer: nothing changes
+    assert handle.value.v is written and not parsed  # neither parsed nor written again
+    state._METAS.clear()  # the bucket's next task runs on another worker
+    list(proc.handleExpiredTimer((0,), _Clock(wm), _Expired(wm - 5)))
+    assert len(parsed) == 1 and handle.value.v is written
+    # an older checkpoint's meta: pack_blob's zlib'd JSON without a version
+    bucket = proc._bucket((0,))
+    handle.value.v = (state.pack_blob(bucket.meta()),)
+    state._METAS.clear()
+    later = [json.dumps({"type": "Reducer", "ts": t0 + 20, "job_id": "j", "task_id": "t9", "id": "r9"})]
+    rows = [r[1:-1] for i, text in enumerate(later) for r in route(plan, "f", 9, text, "f:9", 2**62)]
+    list(proc.handleInputRows((0,), iter([pd.DataFrame(rows, columns=COLS)]), _Clock(wm)))
+    assert handle.value.v[0][:1] == state.META_V1
+    waiting = proc._bucket((0,)).waiting
+    assert sum(len(g["pend"]) for g in waiting.values()) == len(lines) + 1  # the older meta's events and the new one
