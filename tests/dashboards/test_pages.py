@@ -241,7 +241,7 @@ def test_queries_shows_pack_counts_and_rates() -> None:
         "RunawayReducer",
     ]
     assert (rules["for"] == "").all()  # no rule holds (the waits are in the queries now)
-    assert rules.loc["SlowNode", "when"] == "first_job != last_job AND (least_pace >= 2 OR paced = 0)"
+    assert rules.loc["SlowNode", "when"] == "least_pace >= 1.7 OR paced = 0"
     assert rules.loc["HungFetch", "alerts"] == 1
     assert rules.loc["RunawayReducer", "kind"] == "runaway_reducer"
     assert rules.loc["ReduceDataSkew", "alerts"] == 1  # one group: its warning escalated to critical
