@@ -42,7 +42,7 @@ def test_declared_keyless_types(cluster_events: list[dict], tmp_path: Path) -> N
     del broken["task_id"]
     want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
     plan = stream_plan(buckets=4, keyless=GANGLIA)
-    # Q6 places LoadStd between a reducer's start and end; HungFetch up to its 90 s window after a fetch's start
+    # Q6 places LoadStd between a reducer's start and end; HungFetch up to its 2-minute window after a fetch's start
     before, after = plan.families[1].margin("LoadStd")
     assert before == 0 and after >= 900
     batches = _batches(cluster_events, 10)
