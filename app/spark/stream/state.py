@@ -23,7 +23,8 @@ Why this shape, and why it gives ``hcep match``'s records:
 - Restoring a snapshot costs more than feeding the events it holds, so the Python worker that wrote a group keeps
   it restored (:data:`_LIVE`), under the version written with it: the state store stays the truth (another worker,
   a retried task or a restart finds a different version and restores), and a group is taken out of the cache while
-  a batch changes it, so a failed task never leaves a half-changed group behind.
+  a batch changes it, so a failed task never leaves a half-changed group behind.  The bucket's meta is kept the
+  same way (:data:`_METAS`, its version in the blob): parsed again only after another worker wrote it.
 
 :class:`Bucket` is plain Python (tested without Spark); :class:`BucketProcessor` adapts it to Spark's API.
 """
