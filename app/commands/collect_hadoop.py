@@ -151,6 +151,7 @@ def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | N
     from collectors.hadoop.common import Context, ParseStats
     from collectors.hadoop.deadletter import DeadLetterSink
     from collectors.hadoop.formats import unread_format
+    from collectors.hadoop.hostpace import HostPaces
     from collectors.hadoop.jhist import HEADER_BINARY, parse_jhist, sniff_header
     from collectors.hadoop.tail import Tailer
 
@@ -163,9 +164,11 @@ def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | N
     unknown: dict[str, int] = {}
     binary_seen: dict[str, int] = {}
     dedupe = Deduper()
+    host_paces = HostPaces()  # host_pace across jobs: each paced map attempt as it arrives (batch: in finish order)
 
     def emit(event: dict[str, Any]) -> None:
         if dedupe.keep(event):
+            host_paces.annotate(event)
             kafka_out.emit(event, out, publisher)
             summary.written += 1
 
@@ -213,7 +216,8 @@ def _follow(args: argparse.Namespace, tz: Any, deadletter: Any, out: IO[str] | N
             events = parser.feed(line.text, line.lineno)
             for event in events:
                 if line.replay:
-                    dedupe.keep(event)  # written before the restart: only remember it
+                    if dedupe.keep(event):  # written before the restart: only remember it
+                        host_paces.annotate(event)
                 else:
                     emit(event)
 

@@ -29,6 +29,7 @@ from collectors.hadoop.common import Context, LineParser, ParseStats, read_lines
 from collectors.hadoop.deadletter import DeadLetterSink
 from collectors.hadoop.events import DEFAULT_DELTA, Event, semantic_key
 from collectors.hadoop.formats import unread_format
+from collectors.hadoop.hostpace import HostPaces
 from collectors.hadoop.jhist import HEADER_BINARY, HEADER_JSON, JhistJsonParser, parse_jhist, sniff_header
 from collectors.hadoop.tasklog import MapLogParser, ReduceLogParser, container_of
 
@@ -195,14 +196,23 @@ def collect(
     summary.files, summary.skipped = len(sources), len(skipped)
     summary.unread = [(path, *what) for path in skipped if (what := unread_format(path)) is not None]
     dedupe = Deduper()
+    paced: list[Event] = []  # held back for host_pace, which needs every job's earlier attempts on the host
     for source in sources:
         for event in parse_source(source, tz=tzinfo_, delta=delta, deadletter=deadletter, stats=summary.stats):
             if dedupe.keep(event):
                 summary.written += 1
-                yield event
+                if event["type"] == "Mapper" and "pace" in event:
+                    paced.append(event)
+                else:
+                    yield event
         summary.duplicates = dedupe.dropped
         if on_file is not None:
             on_file(source)
+    paced.sort(key=lambda e: float(e["ts"]))  # finish order: each sees only attempts that finished before it started
+    host_paces = HostPaces()
+    for event in paced:
+        host_paces.annotate(event)
+        yield event
 
 
 def _sort_key(item: tuple[float, int, str]) -> tuple[float, int]:
