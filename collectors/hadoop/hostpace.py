@@ -19,7 +19,7 @@ from typing import Any
 
 #: The yardstick is the median over at most this many of the host's latest earlier paced attempts.
 HOST_PACE_K = 8
-#: Fewer earlier paced attempts than this on the host: no ``host_pace`` (the rule then reads ``pace`` alone).
+#: Fewer earlier paced attempts than this on the host: no ``host_pace`` (too little past to be a yardstick).
 HOST_PACE_MIN = 3
 #: Per host, how many finished attempts are kept (enough to find K that finished before a long attempt started).
 _KEEP = 64
