@@ -193,8 +193,8 @@ class ImpreciseMatcher:
         return []
 
     def _may_close(self, z: Event) -> bool:
-        """The predicates that name only the closing component hold for ``z`` (what :meth:`_enumerate_closed_by`
-        checks first, before any enumeration): an event that fails them closes nothing, so it is buffered (it may
+        """The predicates that name only the closing component hold for ``z`` (:meth:`_enumerate_closed_by` checks
+        this first, before any enumeration): an event that fails them closes nothing, so it is buffered (it may
         still be an earlier component) but never pending -- no closing to wait for, no wake (Q7: 58,800 Ganglia
         samples of which a handful stand 3 standard deviations out)."""
         if self.trailing:
@@ -366,13 +366,11 @@ class ImpreciseMatcher:
         if eqv is None:
             return
         floor = z.tlo - self.window + 1 if self.window is not None else NEG_INF
+        if not self._may_close(z):
+            return  # predicates naming only the closing event: before any enumeration
         assignment: list[Any] = [None] * self.m
         if not self.trailing:
             assignment[-1] = [z]
-            if not self._singleton_checks_pass(self.m - 1, assignment):
-                return  # predicates naming only the closing event: before any enumeration
-        elif any(not f([None] * self.m, z) for f in self.z_filters):
-            return
         # Every other component needs a candidate in [floor, z]: a rare type (Ganglia Imbalance) stops most closings.
         for comp in self.comps[:-1]:
             if not self._exists(comp.type, eqv, floor, NEG_INF, z.thi + 1, None):

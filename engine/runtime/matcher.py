@@ -129,7 +129,7 @@ class Matcher:
             else:
                 runs = pools.get(x)  # the event's own pool (the common case, inline), then the unbound runs
                 if runs:
-                    step = self._observed or (self._step_any if self.any else self._step_next)
+                    step = self._step
                     kept: list[Run] = []
                     for r in runs:
                         step(r, ev, t, kept, out)
@@ -156,7 +156,7 @@ class Matcher:
         """Step the runs of the pools ``keys``; runs of the unbound pool that bound the key move to its pool."""
         pools = self.pools
         moved: list[Run] = []
-        step = self._observed or (self._step_any if self.any else self._step_next)
+        step = self._step
         for key in keys:
             runs = pools.get(key)
             if not runs:
