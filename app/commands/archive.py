@@ -4,9 +4,10 @@
     hcep archive --kafka HOST:PORT --topic T --to DIR        a Kafka topic, through Spark (checkpointed)
 
 Files are archived with pyarrow alone (no JVM): each line is an event, or a match record (it has ``query`` and
-``match``).  ``--pack`` also matches the events (as ``hcep match`` would) and archives the records.  A Kafka topic is
-read by the ``hcep-kafka`` Spark data source; a rerun continues after what the previous one archived, and
-``--follow`` keeps archiving until interrupted.
+``match``).  ``--pack`` also matches the events as ``hcep match`` does (:class:`engine.evaluate.StreamedMatch`, the
+one driver, under the pack's memory bounds; what they drop is said on stderr in ``hcep match``'s line) and archives
+the records.  A Kafka topic is read by the ``hcep-kafka`` Spark data source; a rerun continues after what the
+previous one archived, and ``--follow`` keeps archiving until interrupted.
 """
 
 from __future__ import annotations
@@ -50,9 +51,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_files(args: argparse.Namespace) -> int:
-    from app.matching.packs import compile_spec, load_pack, pack_tick
+    from app.matching.packs import compile_spec, drops_line, limits_of, load_pack, pack_tick
     from app.spark.archive import ArchiveWriter, is_match_record
-    from engine import DEFAULT_TICK, EventError, match_events
+    from engine import DEFAULT_TICK, EventError
+    from engine.evaluate import StreamedMatch
     from engine.events import decoder_for
 
     pack = load_pack(args.pack) if args.pack else None
@@ -63,6 +65,7 @@ def _run_files(args: argparse.Namespace) -> int:
         if s.enabled
     ]
     events: list[Any] = []
+    drops: str | None = None
     bar = _bar(args)
     with ArchiveWriter(args.to, tick=tick) as writer:
         for label, lineno, obj in _records(args.inputs, bar):
@@ -78,7 +81,10 @@ def _run_files(args: argparse.Namespace) -> int:
                     f"{label}:{lineno}: invalid {'record' if is_match_record(obj) else 'event'}: {err}"
                 ) from None
         if compiled:
-            writer.add_matches(match_events(compiled, events, increments=True))  # as hcep match writes them
+            # As hcep match runs and writes them: the pack's memory bounds, growing runs as increments.
+            matched = StreamedMatch(compiled, events, limits_of(args, pack), increments=True)
+            writer.add_matches(matched)
+            drops = drops_line("archive", matched.dropped())
     if bar is not None:
         bar.close()
     print(
@@ -86,6 +92,8 @@ def _run_files(args: argparse.Namespace) -> int:
         f"-> {args.to}",
         file=sys.stderr,
     )
+    if drops:
+        print(drops, file=sys.stderr)
     return 0
 
 
