@@ -12,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "semantics.md"
 SKIP_DIRS = {".venv", ".git", "node_modules", ".run", "__pycache__"}
-SUFFIXES = {".py", ".md", ".yaml", ".yml"}
+#: Every text file kind the repository holds that may cite it (the query grammar, the scripts and unit files too).
+SUFFIXES = {".py", ".md", ".yaml", ".yml", ".lark", ".sh", ".toml", ".tmpl", ".service", ".c", ".txt", ".cfg"}
 
 #: "semantics section 5", "docs/semantics.md sections 3-4", "semantics sections 1, 7", "semantics section 5.3".
 CITATION = re.compile(r"semantics(?:\.md)?\)?\s+sections?\s+(\d+(?:\.\d+)?(?:(?:\s*(?:,|-|and)\s*)\d+(?:\.\d+)?)*)")
