@@ -62,16 +62,21 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from contracts.records import record_id
+
+if TYPE_CHECKING:
+    from engine.evaluator import Evaluator
 
 __all__ = ["horizon", "offset_metadata", "parse_offset_metadata", "record_id"]
 
 NEG_INF = -math.inf
 
 
-def horizon(last_t: float, windows: Iterable[int | None], umax: int, matchers: Iterable[Any], tick: float) -> float:
+def horizon(
+    last_t: float, windows: Iterable[int | None], umax: int, matchers: Iterable[Evaluator], tick: float
+) -> float:
     """H (ticks): events with ``thi < H`` can no longer change any output after the last fed time ``last_t``.
 
     The window rule above, and each evaluator's own :meth:`engine.evaluator.Evaluator.horizon` (a held ``distinct``

@@ -19,7 +19,15 @@ from app.commands.argtypes import (
 )
 from app.errors import CommandError
 from app.matching.judge import judge
-from app.matching.packs import compiled_with_pack, drops_line, limits_of, load_pack, max_delta_of, pack_tick
+from app.matching.packs import (
+    compiled_with_pack,
+    drops_line,
+    limits_of,
+    load_pack,
+    max_delta_of,
+    named_queries,
+    pack_tick,
+)
 from app.matching.read import built_types, frozen, read_events
 from app.matching.write import write_records
 
@@ -123,9 +131,7 @@ def run_alerts(args: argparse.Namespace) -> int:
         )
     pack = load_pack(args.pack)
     if args.query:
-        if not any(spec.name == args.query for spec in pack.queries):
-            names = ", ".join(spec.name for spec in pack.queries) or "none"
-            raise CommandError(f"hcep match: no query named {args.query!r} in pack {args.pack} (it has: {names})")
+        named_queries(pack, args.query, args.pack, "match")  # a name the pack lacks: the one error of hcep match
         pack = dataclasses.replace(
             pack, queries=tuple(dataclasses.replace(q, enabled=q.name == args.query) for q in pack.queries)
         )

@@ -394,6 +394,13 @@ def test_unknown_query_name():
     one_line_error(hcep("match", str(HANDCHECK), "--pack", str(PACK), "--query", "Q9"), "Q9", "Q1")
 
 
+def test_unknown_query_name_is_one_error_with_or_without_alerts():
+    """``--query`` is picked from a pack one way (app.matching.packs.named_queries), records or alerts."""
+    plain = hcep("match", str(HANDCHECK), "--pack", str(PACK), "--query", "Q9")
+    judged = hcep("match", str(HANDCHECK), "--pack", str(PACK), "--query", "Q9", "--alerts")
+    assert one_line_error(judged, "Q9", "Q1") == one_line_error(plain, "Q9", "Q1")
+
+
 def test_pack_errors(tmp_path):
     one_line_error(hcep("match", str(HANDCHECK), "--pack", str(tmp_path / "missing.yaml")), "missing.yaml")
     bad = tmp_path / "bad.yaml"
