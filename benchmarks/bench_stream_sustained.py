@@ -253,7 +253,7 @@ def run_rate(
     cluster_pids: list[int] | None = None,
     max_lag: float = 60.0,
     pack: Path = PACK,
-    trigger: float = 0.0,
+    trigger: float = 10.0,
 ) -> dict[str, Any]:
     seconds = max(int(minutes * 60), 10)
     trace = Trace(rate, seconds)
@@ -263,8 +263,7 @@ def run_rate(
         d.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "app.cli", "stream", "--pack", str(pack), "--input", str(in_dir)]
     argv += ["--output", str(out), "--checkpoint", str(ck), "--master", master, "--keyless-types", KEYLESS]
-    if trigger > 0:  # micro-batches at most this often (Spark's fixed costs are paid per batch)
-        argv += ["--trigger", str(trigger)]
+    argv += ["--trigger", str(trigger)]  # micro-batches at most this often (0: back to back)
     log_path = work / "stream.log"
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     with log_path.open("w") as log:
@@ -498,7 +497,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drain", type=float, default=120.0, help="seconds to catch up after landing stops (120)")
     parser.add_argument("--max-lag", type=float, default=60.0, help="bounded: p99 lag at most this (60 s)")
     parser.add_argument("--pack", type=Path, default=PACK, help="the query pack (queries/hadoop.yaml)")
-    parser.add_argument("--trigger", type=float, default=0.0, help="hcep stream --trigger S (0: batches back to back)")
+    parser.add_argument(
+        "--trigger", type=float, default=10.0, help="hcep stream --trigger S (10, its default; 0: batches back to back)"
+    )
     parser.add_argument(
         "--cluster",
         metavar="RUN_DIR",

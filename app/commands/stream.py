@@ -19,6 +19,9 @@ from typing import Any
 from app.commands import CommandError
 
 DEFAULT_TOPICS = "hcep.events.hadoop,hcep.events.ganglia"
+#: Seconds between micro-batches: each batch pays Spark's fixed costs (planning, a state store commit per partition,
+#: the Python round trips), so batches back to back cost about twice the CPU (benchmarks/README.md, issue 28).
+DEFAULT_TRIGGER = 10.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -73,7 +76,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="messages per batch (0, the default: all that wait); shared over partitions by count, not time, so a "
         "cap can make a lagging partition's events late",
     )
-    parser.add_argument("--trigger", type=float, default=0.0, metavar="S", help="seconds between micro-batches")
+    parser.add_argument(
+        "--trigger",
+        type=float,
+        metavar="S",
+        help=f"at most one micro-batch every S seconds (default {DEFAULT_TRIGGER:g}, with --available-now 0: Spark's "
+        "costs are paid per batch, and back-to-back batches, 0, cost about twice the CPU for a few seconds less lag)",
+    )
     parser.add_argument("--alertmanager", metavar="URL", help="also deliver the alert transitions to Alertmanager")
     parser.add_argument(
         "--matches-topic",
@@ -169,9 +178,20 @@ def session_conf(master: str) -> dict[str, str]:
 DRAIN_SECONDS = 10.0
 
 
+def trigger_seconds(args: argparse.Namespace) -> float:
+    """``--trigger``, else :data:`DEFAULT_TRIGGER` for a stream that runs on, and 0 (batches back to back) for
+    ``--available-now``, which should finish what is there without waiting between batches."""
+    if args.trigger is None:
+        return 0.0 if args.available_now else DEFAULT_TRIGGER
+    if not args.trigger >= 0:  # NaN too
+        raise CommandError(f"hcep stream: --trigger must be 0 (batches back to back) or more seconds: {args.trigger}")
+    return float(args.trigger)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.input is not None and not os.path.isdir(args.input):
         raise CommandError(f"hcep stream: no such directory: {args.input}")
+    trigger = trigger_seconds(args)
     try:
         from app.spark.session import local_cores, spark_session
         from app.spark.stream.job import PlanMismatch, StreamOptions
@@ -217,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
         available_now=args.available_now,
         max_files=args.max_files_per_trigger,
         max_per_trigger=args.max_offsets_per_trigger,
-        trigger_seconds=args.trigger,
+        trigger_seconds=trigger,
         progress=args.progress,
         max_width=max_width_ticks(args.max_delta, plan.tick),
         partitions=args.partitions,

@@ -43,3 +43,28 @@ def test_a_changed_plan_is_refused(tmp_path: Path) -> None:
     check_plan(str(tmp_path), stream_plan(buckets=2))  # the same plan: accepted
     with pytest.raises(PlanMismatch):
         check_plan(str(tmp_path), stream_plan(buckets=3))
+
+
+@pytest.mark.parametrize(
+    ("extra", "want"),
+    [([], 10.0), (["--available-now"], 0.0), (["--trigger", "0"], 0.0), (["--trigger", "2.5", "--available-now"], 2.5)],
+)
+def test_trigger_defaults_to_ten_seconds_unless_available_now(tmp_path: Path, extra: list[str], want: float) -> None:
+    """A running stream batches every 10 s by default (back to back cost about twice the CPU: issue 28); an
+    ``--available-now`` run finishes what is there without waiting between batches; an explicit value wins."""
+    import argparse
+
+    from app.commands.stream import configure, trigger_seconds
+
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    argv = ["--pack", str(PACK), "--input", str(tmp_path), "--output", "o", "--checkpoint", "c", *extra]
+    args = parser.parse_args(argv)
+    assert trigger_seconds(args) == want
+
+
+@pytest.mark.parametrize("value", ["-1", "nan"])
+def test_a_negative_trigger_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    argv = ["stream", "--pack", str(PACK), "--input", str(tmp_path), "--output", str(tmp_path / "o")]
+    code, _, err = run_cli([*argv, "--checkpoint", str(tmp_path / "c"), "--trigger", value], capsys)
+    assert code == 2 and "--trigger must be 0" in err and len(err.strip().splitlines()) == 1
