@@ -16,7 +16,9 @@ Per rate (its own ``hcep stream`` process, its own JVM):
   batch); ``bounded``: after landing stops the query catches up within ``--drain`` s, and the lag over the last
   third of the run is at most 1.5x that over the middle third + 5 s (it does not grow).
 - ``ev/CPU-s`` = events / CPU seconds of the whole process tree (the driver's Python, the JVM, the Python workers;
-  /proc, sampled every half second; on ``--cluster`` also the executors the workers launched).
+  /proc, sampled every half second; on ``--cluster`` also the executors the workers launched).  ``startup cpu s``:
+  the tree's CPU when the first file lands (the JVM, the session; paid once by a stream that runs for hours);
+  ``ev/CPU-s after startup`` divides by the CPU after it.
 - ``batch p50/p99`` = micro-batch durations (Spark's ``triggerExecution``); ``first batch`` = the end of the first
   batch that read files, after the line ``hcep stream`` prints once its SparkSession is up.
 - ``capacity ev/s`` = events / the batches' summed durations: what the query does while it works (a bounded run
@@ -157,6 +159,11 @@ class TreeCPU:
         while not self._stop.wait(0.5):
             self.sample()
 
+    def total(self) -> float:
+        """CPU seconds so far (sampled now), sampling on."""
+        self.sample()
+        return sum(self.by_kind().values())
+
     def stop(self) -> float:
         self.sample()
         self._stop.set()
@@ -208,6 +215,7 @@ class Run:
     stopped_landing: float = math.nan
     cpu_s: float = math.nan
     cpu_kinds: dict[str, float] = field(default_factory=dict)
+    startup_cpu_s: float = math.nan  # the tree's CPU when the first file landed (JVM, session, nothing to do yet)
     exit_code: int | None = None
 
 
@@ -276,6 +284,7 @@ def run_rate(
             while _session_up(log_path) is None and proc.poll() is None and time.time() - run.started < 300:
                 time.sleep(0.2)
             t0 = time.time()
+            run.startup_cpu_s = cpu.total() + (workers.total() if workers else 0.0)
             for s in range(seconds):
                 lines = trace.second(s)
                 name = f"s-{s:06d}.jsonl"
@@ -375,6 +384,11 @@ def summarize(run: Run, trace: Trace, drained_at: float, max_lag: float) -> dict
         "first batch s": first_end - run.session_up,
         "cpu s": run.cpu_s,
         "ev/CPU-s": processed / run.cpu_s if run.cpu_s else math.nan,
+        "startup cpu s": run.startup_cpu_s,
+        # what a long-running stream pays per event once its start is behind it
+        "ev/CPU-s after startup": processed / (run.cpu_s - run.startup_cpu_s)
+        if run.cpu_s > run.startup_cpu_s
+        else math.nan,
         "capacity ev/s": processed / sum(durations) if durations else math.nan,
         "state rows": state_rows,
         "state MB": state_mb,
@@ -463,6 +477,8 @@ COLUMNS = [
     "capacity ev/s",
     "cpu s",
     "ev/CPU-s",
+    "startup cpu s",
+    "ev/CPU-s after startup",
     "state rows",
     "state MB",
     "records",
