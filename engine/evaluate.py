@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import engine.greta.matcher  # noqa: F401 - registers GRETA, the two-step enumerator and the NFA^b runtime
 import engine.imprecise.evaluator  # noqa: F401 - registers the possible-worlds evaluator
@@ -27,6 +27,9 @@ from engine.plan.choose import choose_evaluator
 from engine.plan.compiler import CompiledQuery, compile_spec
 from engine.runtime.matcher import sort_events
 from engine.shedding import SheddingConfig, SheddingMatcher, from_pack
+
+if TYPE_CHECKING:
+    from engine.language.packs import Pack
 
 __all__ = [
     "JOB_KEYS",
@@ -133,7 +136,7 @@ class PackRunner:
 
     def __init__(
         self,
-        pack: Any,
+        pack: Pack,
         umax: int,
         *,
         shedding: bool = True,
@@ -198,7 +201,7 @@ class PackRunner:
 
     def _build(
         self,
-        pack: Any,
+        pack: Pack | None,
         specs: list[Any],
         cqs: list[CompiledQuery],
         umax: int,

@@ -40,8 +40,8 @@ class PackFeeder:
 
     name = "pack"
 
-    def __init__(self, matchers: Sequence[Any], max_uncertainty: int = 0) -> None:
-        self.matchers: list[Any] = list(matchers)
+    def __init__(self, matchers: Sequence[Evaluator], max_uncertainty: int = 0) -> None:
+        self.matchers: list[Evaluator] = list(matchers)
         n = len(self.matchers)
         self.wanted: list[frozenset[str] | None] = [m.wants() for m in self.matchers]
         self.always = tuple(i for i in range(n) if self.wanted[i] is None)
