@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "semantics.md"
 SKIP_DIRS = {".venv", ".git", "node_modules", ".run", "__pycache__"}
 #: Every text file kind the repository holds that may cite it (the query grammar, the scripts and unit files too).
-SUFFIXES = {".py", ".md", ".yaml", ".yml", ".lark", ".sh", ".toml", ".tmpl", ".service", ".c", ".txt", ".cfg"}
+SUFFIXES = {".py", ".md", ".yaml", ".yml", ".lark", ".sh", ".toml", ".tmpl", ".service", ".c"}
 
 #: "semantics section 5", "docs/semantics.md sections 3-4", "semantics sections 1, 7", "semantics section 5.3".
 CITATION = re.compile(r"semantics(?:\.md)?\)?\s+sections?\s+(\d+(?:\.\d+)?(?:(?:\s*(?:,|-|and)\s*)\d+(?:\.\d+)?)*)")
@@ -25,7 +25,8 @@ def repository_files() -> list[Path]:
     out = []
     for path in ROOT.rglob("*"):
         rel = path.relative_to(ROOT)
-        if path.suffix in SUFFIXES and path.is_file() and not SKIP_DIRS.intersection(rel.parts):
+        built = any(part.endswith(".egg-info") for part in rel.parts)  # a build's copy, not the repository's
+        if path.suffix in SUFFIXES and path.is_file() and not SKIP_DIRS.intersection(rel.parts) and not built:
             out.append(path)
     return out
 
