@@ -84,6 +84,7 @@ def _start(c: Cluster, pack: Path, tmp_path: Path, *extra: str) -> subprocess.Po
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     argv = [sys.executable, "-m", "app.cli", "stream", "--pack", str(pack), "--input", str(tmp_path / "in")]
     argv += ["--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "ck"), "--master", c.master]
+    argv += ["--trigger", "1"]  # a timed trigger, as by default, but not the default's 10 s between batches
     log = open(tmp_path / f"log-{len(list(tmp_path.glob('log-*')))}.txt", "w")  # noqa: SIM115 - the child's
     return subprocess.Popen(
         [*argv, "--buckets", "4", "--partitions", "4", *extra],
