@@ -200,12 +200,15 @@ def test_reducers_that_start_soon_or_small_output_do_not_warn(pack: Any) -> None
     assert warnings(pack, held_job(700.0, 0.5) + rounds(900)) == []  # held, but half a GiB waits
 
 
-def attempt(at: float, host: str, job: int, *, status: str = "SUCCEEDED", pace: float | None = 1.0) -> dict[str, Any]:
-    """A finished map attempt: ``pace`` is its time per input byte over its job's maps elsewhere (the collector's)."""
+def attempt(
+    at: float, host: str, job: int, *, status: str = "SUCCEEDED", pace: float | None = 1.0, usual: float = 1.0
+) -> dict[str, Any]:
+    """A finished map attempt: ``pace`` is its time per input byte over its job's maps elsewhere, ``host_pace`` that
+    over its host's ``usual`` pace (the collector's; ``usual`` is 1 while the host has no past)."""
     attrs: dict[str, Any] = {"job_id": f"job_1700000000000_{job:04d}", "host": host, "status": status}
     attrs.update(speculative=False, period=60.0)
     if pace is not None:
-        attrs["pace"] = pace
+        attrs.update(pace=pace, host_pace=round(pace / usual, 3))
     return hadoop("Mapper", at, **attrs)
 
 
@@ -243,6 +246,16 @@ def test_an_older_host_with_its_stragglers_does_not_warn(pack: Any) -> None:
     paces = [1.4, 1.6, 2.4, 1.5, 1.3, 9.0, 1.6, 1.5, 1.45, 3.1, 1.55, 1.6, 1.35]
     events = [attempt(100 + 40 * k, "node8", k % 4, pace=p) for k, p in enumerate(paces)]
     assert warnings(pack, events) == []
+
+
+def test_an_older_hosts_ordinary_run_near_the_gate_does_not_warn_against_its_usual_pace(pack: Any) -> None:
+    # An older host whose usual pace is 1.45 runs five attempts in a row at 1.7-2.1x its jobs' maps elsewhere (its
+    # ordinary noise and a mild straggler): against its own usual pace they are 1.17-1.45x, not a slowdown.  When the
+    # same host turns 2x slower (2.6-3.2x per byte, 1.8-2.2x its usual), the fifth in a row warns.
+    calm = [attempt(2000 + 40 * k, "node8", k, pace=p, usual=1.45) for k, p in enumerate((1.75, 1.9, 1.7, 2.1, 1.8))]
+    assert warnings(pack, calm) == []
+    slow = [attempt(2000 + 40 * k, "node8", k, pace=p, usual=1.45) for k, p in enumerate((2.6, 3.0, 2.7, 3.2, 2.8))]
+    assert warnings(pack, slow) == [("SlowNode", "node8", 2160.0)]
 
 
 def test_natural_stragglers_scattered_over_hosts_do_not_warn(pack: Any) -> None:
