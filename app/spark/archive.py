@@ -29,6 +29,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from app.spark.record_columns import match_text, record_of_row, return_text
+from contracts.records import MatchRecord
+
 EVENTS_DIR = "events"
 MATCHES_DIR = "matches"
 #: Typed copies of common attributes (docs/semantics.md section 7); the ``attrs`` JSON column holds every attribute.
@@ -133,11 +136,11 @@ def match_row(record: Mapping[str, Any], seq: int) -> dict[str, Any]:
         "id": _string(record.get("id")),
         "extends": _string(record.get("extends")),
         "query": str(record["query"]),
-        "match": json.dumps(record["match"], separators=(",", ":")),
+        "match": match_text(record["match"]),
         "confidence": float(record.get("confidence", 1.0)),
         "start": float(record["start"]),
         "end": float(record["end"]),
-        "return": json.dumps(returned, separators=(",", ":"), default=str),
+        "return": return_text(returned),
     }
     for name in RETURN_STRINGS:
         row[name] = _string(returned.get(name)) if isinstance(returned, Mapping) else None
@@ -145,20 +148,10 @@ def match_row(record: Mapping[str, Any], seq: int) -> dict[str, Any]:
     return row
 
 
-def record_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
+def record_from_row(row: Mapping[str, Any]) -> MatchRecord:
     """The match record of an archive row (inverse of :func:`match_row`): a growing run's increment keeps its
     ``id`` and ``extends`` (an archive written before increments has neither column: whole records)."""
-    out: dict[str, Any] = {"query": row["query"]}
-    if row.get("id") is not None:
-        out["id"] = row["id"]
-    if row.get("extends") is not None:
-        out["extends"] = row["extends"]
-    out["match"] = json.loads(row["match"])
-    out["confidence"] = row["confidence"]
-    out["start"] = row["start"]
-    out["end"] = row["end"]
-    out["return"] = json.loads(row["return"])
-    return out
+    return record_of_row(row, id_column="id", return_column="return")
 
 
 def event_from_row(row: Mapping[str, Any]) -> dict[str, Any]:

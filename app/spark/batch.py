@@ -34,7 +34,6 @@ the order (not the set) may differ slightly from the single-process run.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -48,6 +47,8 @@ from app.spark.batch_plan import (
 )
 from app.spark.batch_run import KEYLESS_GROUP, RECORD_SCHEMA, WHOLE_GROUP, run_partition
 from app.spark.events import key_column
+from app.spark.record_columns import record_of_row
+from contracts.records import MatchRecord
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -203,8 +204,8 @@ class BatchResult:
     def release(self) -> None:
         self.parsed.unpersist()
 
-    def collect(self) -> list[dict[str, Any]]:
-        """The records as semantics section 5 dicts in completion order, merged on the driver (no more Spark stages).
+    def collect(self) -> list[MatchRecord]:
+        """The records (semantics section 5) in completion order, merged on the driver (no more Spark stages).
         What the memory bounds dropped is kept for :meth:`dropped`."""
         rows = [r.asDict() for r in self.matched.collect()]
         self._drops = sum_drops(r for r in rows if r["match"] is None)
@@ -276,24 +277,10 @@ def merge_rows(rows: list[dict[str, Any]], distinct: set[str]) -> list[dict[str,
     return out
 
 
-def to_record(row: Any) -> dict[str, Any]:
-    """The record (semantics section 5) of a row: a growing run's increments keep their ``id`` and ``extends``."""
-    out: dict[str, Any] = {"query": row["query"]}
-    rid = row.get("rid")
-    if rid is not None:
-        out["id"] = rid
-        if row.get("extends") is not None:
-            out["extends"] = row["extends"]
-    out.update(
-        {
-            "match": json.loads(row["match"]),
-            "confidence": row["confidence"],
-            "start": row["start"],
-            "end": row["end"],
-            "return": json.loads(row["ret"]),
-        }
-    )
-    return out
+def to_record(row: Any) -> MatchRecord:
+    """The record (semantics section 5) of an operator row: a growing run's increments keep their ``id`` and
+    ``extends`` (:func:`app.spark.record_columns.record_of_row`)."""
+    return record_of_row(row)
 
 
 def match_frame(

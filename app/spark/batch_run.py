@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from app.spark.batch_plan import ANY_TYPE, Margins, QueryPlan, plans_limits
+from app.spark.record_columns import record_columns
 from engine.limits import Limits
 
 #: Group keys that no canonical JSON value can take: the keyless group and the single group of unpartitioned queries.
@@ -180,19 +181,12 @@ class Group:
                 self.chain_keyed[rid] = holds_key
             if holds_key != (self.gkey != KEYLESS_GROUP):
                 return  # this match's home is another group
-        returned = record["return"]
         out.append(
             (
                 self.fid,
                 self.gkey,
                 q,
-                record["query"],
-                json.dumps(record["match"], separators=(",", ":")),
-                float(record["confidence"]),
-                float(record["start"]),
-                float(record["end"]),
-                json.dumps(returned, separators=(",", ":"), default=str),
-                json.dumps(list(returned.values()), separators=(",", ":"), sort_keys=True, default=str),
+                *record_columns(record),
                 mid2,
                 seq,
                 self.idx,

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from app.spark.archive import MATCH_PARTITIONS, MATCH_SCHEMA, MATCHES_DIR, _write, match_row, record_from_row
+from app.spark.record_columns import record_of_row
+from contracts.records import MatchRecord
 
 STREAM_DIR = "_stream"
 ALERTS_DIR = "alerts"
@@ -81,7 +83,7 @@ class StreamSink:
         pack: Any,
         tick: float,
         *,
-        publish: Callable[[list[dict[str, Any]]], None] | None = None,
+        publish: Callable[[list[MatchRecord]], None] | None = None,
         deliver: Callable[[list[Any]], None] | None = None,
     ) -> None:
         from app.alerts.rules import AlertEngine
@@ -155,7 +157,7 @@ class StreamSink:
         wm_ms = max((r["wm"] for r in clocks), default=0)
         fed = sum(r["fed"] or 0 for r in clocks)
         name = f"{batch_id:012d}"
-        dicts = [_record(r) for r in records]
+        dicts = [record_of_row(r) for r in records]
         transitions = self._judge(records, dicts, wm_ms)
         staging = self.out / STREAM_DIR / "staging" / name
         shutil.rmtree(staging, ignore_errors=True)
@@ -208,7 +210,7 @@ class StreamSink:
         if self.deliver is not None and transitions:
             self.deliver(transitions)
 
-    def _judge(self, rows: list[dict[str, Any]], dicts: list[dict[str, Any]], wm_ms: int) -> list[Any]:
+    def _judge(self, rows: list[dict[str, Any]], dicts: list[MatchRecord], wm_ms: int) -> list[Any]:
         """The alert rules over the batch's records in completion order, in stream time (the completing event's
         point; a record flushed at a group's expiry or the end counts at the watermark), then the watermark."""
         out: list[Any] = []
@@ -222,26 +224,8 @@ class StreamSink:
         return out
 
 
-def _record(row: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"query": row["query"]}
-    if row.get("rid") is not None:  # a growing run's increment (semantics section 5)
-        out["id"] = row["rid"]
-        if row.get("extends") is not None:
-            out["extends"] = row["extends"]
-    out.update(
-        {
-            "match": json.loads(row["match"]),
-            "confidence": row["confidence"],
-            "start": row["start"],
-            "end": row["end"],
-            "return": json.loads(row["ret"]),
-        }
-    )
-    return out
-
-
-def read_records(out: str) -> list[dict[str, Any]]:
-    """The records a stream wrote under ``out`` (docs/semantics.md section 5 dicts), in commit order."""
+def read_records(out: str) -> list[MatchRecord]:
+    """The records a stream wrote under ``out`` (docs/semantics.md section 5), in commit order."""
     from app.spark.archive import read_table
 
     table = read_table(out, MATCHES_DIR)

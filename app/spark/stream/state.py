@@ -32,7 +32,6 @@ Why this shape, and why it gives ``hcep match``'s records:
 from __future__ import annotations
 
 import gc
-import json
 import math
 import time
 import uuid
@@ -41,6 +40,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from app.spark.record_columns import record_columns
 from app.spark.stream.plan import KEYLESS_GROUP, WHOLE_GROUP, FamilyPlan, StreamPlan
 
 #: The rows the router sends to the stateful operator (one per event and family; keyless ones once per bucket).
@@ -299,17 +299,10 @@ class StreamGroup:
                 self.chains[rid] = holds
             if holds != (self.gkey != KEYLESS_GROUP):
                 return  # this match's home is another group
-        returned = record["return"]
         out.append(
             (
                 "record",
-                record["query"],
-                json.dumps(record["match"], separators=(",", ":")),
-                float(record["confidence"]),
-                float(record["start"]),
-                float(record["end"]),
-                json.dumps(returned, separators=(",", ":"), default=str),
-                json.dumps(list(returned.values()), separators=(",", ":"), sort_keys=True, default=str),
+                *record_columns(record),
                 int(mid2),
                 int(seq),
                 self.qidx.get(record["query"], -1),

@@ -8,8 +8,9 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from app.spark.record_columns import record_of_row
 from app.spark.stream.plan import StreamPlan
-from app.spark.stream.sink import ORDER, _record
+from app.spark.stream.sink import ORDER
 from app.spark.stream.source import END_KEY, route
 from app.spark.stream.state import OUT_COLUMNS, Bucket, compiled_for, pack_blob, unpack_blob
 
@@ -63,7 +64,7 @@ def run_batches(
                 metas[b] = pack_blob(bucket.meta())
             got = [dict(zip(OUT_COLUMNS, r, strict=True)) for r in out if r[0] == "record"]
             got.sort(key=lambda r: tuple(r[c] for c in ORDER))
-            records.extend(_record(r) for r in got)
+            records.extend(record_of_row(r) for r in got)
             dead.extend(r for r in out if r[0] == "dead")
             if drops is not None:
                 for r in out:
