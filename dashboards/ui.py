@@ -45,6 +45,7 @@ VIEW_OF_QUERY = {
     "HungFetch": "stragglers",  # HungFetch
     "HeldOutput": "queuing",  # HeldMapOutput
     "HeldOutputEarly": "queuing",  # HeldMapOutputEarly
+    "HeldOutputLate": "queuing",  # HeldMapOutputLate
     "RunawayHost": "imbalance",  # RunawayReducer
     "SlowHost": "stragglers",  # SlowNode (by host: the view lists the slow-node alerts)
     "HostLosesRaces": "stragglers",  # SlowNodeKills

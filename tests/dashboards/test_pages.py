@@ -218,7 +218,16 @@ def test_queries_shows_pack_counts_and_rates() -> None:
     at = open_view("queries")
     table = at.dataframe[0].value.set_index("query")
     facts = ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7"]
-    new = ["MapSkewRunning", "MapSkewDone", "ReduceSkew", "HungFetch", "HeldOutput", "HeldOutputEarly", "SlowHost"]
+    new = [
+        "MapSkewRunning",
+        "MapSkewDone",
+        "ReduceSkew",
+        "HungFetch",
+        "HeldOutput",
+        "HeldOutputEarly",
+        "HeldOutputLate",
+        "SlowHost",
+    ]
     assert sorted(table.index) == sorted([*facts, *new, "RunawayHost", "HostLosesRaces"])
     assert table.loc["Q3", "matches"] == 8 and table.loc["Q5", "matches"] == 1  # 1 in the sample, 7 hand-checked
     assert (table.loc[facts].drop(index="Q7")["per_minute"] > 0).all()  # no Metric events in the fixture: no Q7 match
@@ -236,12 +245,13 @@ def test_queries_shows_pack_counts_and_rates() -> None:
         "HungFetch",
         "HeldMapOutput",
         "HeldMapOutputEarly",
+        "HeldMapOutputLate",
         "SlowNode",
         "SlowNodeKills",
         "RunawayReducer",
     ]
     assert (rules["for"] == "").all()  # no rule holds (the waits are in the queries now)
-    assert rules.loc["SlowNode", "when"] == "least_pace >= 1.7 OR paced = 0"
+    assert rules.loc["SlowNode", "when"] == "paced = 0 OR (least_pace >= 1.7 AND least_host_pace >= 1.4)"
     assert rules.loc["HungFetch", "alerts"] == 1
     assert rules.loc["RunawayReducer", "kind"] == "runaway_reducer"
     assert rules.loc["ReduceDataSkew", "alerts"] == 1  # one group: its warning escalated to critical

@@ -328,3 +328,27 @@ def test_held_output_whose_gib_was_crossed_with_the_slowstart_line(pack: Any) ->
     for at, written in ((100.03, 1.2), (130.0, 1.8), (250.0, 2.4)):
         events.append(hadoop("DataIO", at, job_id=J, size=GIB // 2, written=int(written * GIB), maps=9, reduces=2))
     assert warnings(pack, events + rounds(900)) == [("HeldMapOutput", J, 330.0)]
+
+
+def slow_held_job(reducer_at: float) -> list[dict[str, Any]]:
+    """Slowstart at 100 s, then a slow map phase: an eighth of a GiB written every 100 s from 60 s, so the first GiB
+    is written at 760 s (660 s after the slowstart point); the first reducer starts at ``reducer_at``."""
+    out = [hadoop("ReduceSlowstart", 100.0, job_id=J)]
+    size = GIB // 8
+    for m in range(16):
+        out.append(hadoop("DataIO", 60.0 + 100 * m, job_id=J, size=size, written=(m + 1) * size, maps_done=m + 1))
+        out[-1].update(maps=16, reduces=2, task_id=f"task_1700000000000_0001_m_{m:06d}")
+    out.append(hadoop("ReducerStart", reducer_at, job_id=J, task_id="task_1700000000000_0001_r_000000", host="n3"))
+    return out
+
+
+def test_held_output_whose_first_gib_comes_late_in_a_slow_map_phase(pack: Any) -> None:
+    # The case seed 6 (fb2010, 20 nodes) showed: no reducer from the slowstart point on, the GiB reached 11 minutes
+    # later, beyond HeldOutput's 8-minute window; HeldMapOutputLate warns within a round or two of the GiB's map end.
+    got = warnings(pack, slow_held_job(2200.0) + rounds(2400))
+    assert [(name, entity) for name, entity, _ in got] == [("HeldMapOutputLate", J)]
+    assert 760.0 < got[0][2] <= 830.0
+
+
+def test_a_slow_map_phase_whose_reducers_started_does_not_warn(pack: Any) -> None:
+    assert warnings(pack, slow_held_job(400.0) + rounds(2400)) == []  # a reducer ran before the GiB was written

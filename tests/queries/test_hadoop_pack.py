@@ -362,7 +362,7 @@ def test_pack_alert_rules_read_their_querys_return_names(pack):
 
 
 def test_pack_compiles(pack):
-    assert len(compiled(pack)) == len(pack.queries) == 16
+    assert len(compiled(pack)) == len(pack.queries) == 17
 
 
 # --------------------------------------------------------------------------- hand-checked trace

@@ -1,5 +1,6 @@
 """Queuing: map output written but not yet fetched by the reducers, per job over time (Q4's running sums), and the
-jobs the HeldMapOutput / HeldMapOutputEarly rules alerted on (output written and not fetched for minutes)."""
+jobs the HeldMapOutput / HeldMapOutputEarly / HeldMapOutputLate rules alerted on (output written and not fetched for
+minutes)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import streamlit as st
 
 from dashboards import analysis, charts, ui
 
-#: The pack's alert rules on held map output (queries/hadoop.yaml: queries HeldOutput, HeldOutputEarly).
-HELD_RULES = ("HeldMapOutput", "HeldMapOutputEarly")
+#: The pack's alert rules on held map output (queries/hadoop.yaml: queries HeldOutput, HeldOutputEarly, HeldOutputLate).
+HELD_RULES = ("HeldMapOutput", "HeldMapOutputEarly", "HeldMapOutputLate")
 HELD_RULE = " / ".join(HELD_RULES)
 
 

@@ -238,6 +238,7 @@ def test_the_hadoop_pack_rules_load() -> None:
         "HungFetch": "hung_fetch",
         "HeldMapOutput": "held_output",
         "HeldMapOutputEarly": "held_output",
+        "HeldMapOutputLate": "held_output",
         "RunawayReducer": "runaway_reducer",
     }
     assert all("anomaly" not in r.labels for r in rules.values())  # the old anomaly kinds are gone
