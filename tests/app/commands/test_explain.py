@@ -80,7 +80,7 @@ def test_per_match_queries(capsys: pytest.CaptureFixture[str]) -> None:
     for name in ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6"):
         assert f"query {name}:" in out
     # Q1, Q2, Q5, Q6, Q7 and the rules' queries but SlowHost are imprecise; Q3, Q4, SlowHost run on the NFA.
-    assert out.count("evaluator: imprecise") == 13 and out.count("evaluator: nfa") == 3
+    assert out.count("evaluator: imprecise") == 14 and out.count("evaluator: nfa") == 3
     assert "query SlowHost:" in out and "query RunawayHost:" in out
     out = output(capsys, "--pack", str(HADOOP), "--query", "Q3", "--strategy", "strict_contiguity")
     assert "query Q3: strategy strict_contiguity" in out and "evaluator: nfa" in out and "query Q1" not in out
