@@ -13,7 +13,7 @@ import pytest
 
 from tests.browser import CHROMIUM, CHROMIUM_ARGS, require_browser, screenshot_dir, served_dashboard
 from tests.dashboards import spark_fixture
-from tests.dashboards.test_browser import grid_text, shoot, text_of, visit
+from tests.dashboards.test_browser import grid_text, pack_size, shoot, text_of, visit
 from tests.queries.spark_pack.conftest import manifest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,7 +86,7 @@ def test_spark_view_shows_the_lost_executor_and_the_stalled_fetch(served: str, p
 
 def test_queries_view_lists_both_packs(served: str, page, shots: Path) -> None:
     visit(page, served + "queries", "Queries")
-    page.get_by_text("Pack hadoop + spark (21 queries)").wait_for()
+    page.get_by_text(f"Pack hadoop + spark ({pack_size('hadoop.yaml', 'spark.yaml')} queries)").wait_for()
     grid_text(page)  # the table is drawn (it renders only its visible rows: the names are checked in the text below)
     body = text_of(page)  # each query's text box is titled "<name>: <description>"
     assert all(f"{q}:" in body for q in ("Q1", "RunawayHost", "StageDone", "SlowTask", "ExecutorLost"))
