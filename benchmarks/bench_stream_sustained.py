@@ -48,6 +48,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from app.commands.stream import DEFAULT_TRIGGER
+
 ROOT = Path(__file__).resolve().parents[1]
 PACK = ROOT / "queries" / "hadoop.yaml"
 KEYLESS = "Metric,LoadStd,Balance,Imbalance"
@@ -261,7 +263,7 @@ def run_rate(
     cluster_pids: list[int] | None = None,
     max_lag: float = 60.0,
     pack: Path = PACK,
-    trigger: float = 10.0,
+    trigger: float = DEFAULT_TRIGGER,
 ) -> dict[str, Any]:
     seconds = max(int(minutes * 60), 10)
     trace = Trace(rate, seconds)
@@ -514,7 +516,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-lag", type=float, default=60.0, help="bounded: p99 lag at most this (60 s)")
     parser.add_argument("--pack", type=Path, default=PACK, help="the query pack (queries/hadoop.yaml)")
     parser.add_argument(
-        "--trigger", type=float, default=10.0, help="hcep stream --trigger S (10, its default; 0: batches back to back)"
+        "--trigger",
+        type=float,
+        default=DEFAULT_TRIGGER,
+        help=f"hcep stream --trigger S ({DEFAULT_TRIGGER:g}, its default; 0: batches back to back)",
     )
     parser.add_argument(
         "--cluster",
