@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -41,3 +42,25 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, l
     captured = capsys.readouterr()
     records = [json.loads(line) for line in captured.out.splitlines() if line.strip()]
     return code, records, captured.err
+
+
+def blowup_events(jobs: int, a_count: int, b_count: int) -> list[dict[str, Any]]:
+    """An input that blows up under ``tests/app/spark/data/blowup_pack.yaml``: per job ``a_count`` A's, ``b_count``
+    B's and one C, a second apart (every subset of the B's per A and C); explicit ids, so every command names the
+    events alike."""
+    out: list[dict[str, Any]] = []
+    t = 1_700_000_000.0
+    for k in range(jobs):
+        for etype, n in (("A", a_count), ("B", b_count), ("C", 1)):
+            for _ in range(n):
+                out.append({"type": etype, "ts": t, "job_id": f"job_{k}", "id": f"e{len(out)}"})
+                t += 1.0
+    return out
+
+
+def drop_report(err: str) -> dict[str, int]:
+    """A command's drop report (stderr, the same line for match, batch, stream and archive): 'dropped partial
+    matches (...): kleene 3, next 30 (bounds)' -> per query."""
+    found = re.search(r"dropped partial matches \([^)]*\): (.*?) \((?:--max-runs|the pack)", err)
+    assert found, err
+    return {name: int(n.replace(",", "")) for name, n in (part.split() for part in found.group(1).split(", "))}

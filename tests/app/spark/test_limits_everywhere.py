@@ -8,12 +8,11 @@ and the bound is the same either way (see the pack's comment for the total bound
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
-from tests.app.spark.helpers import assert_same_records, run_cli
+from tests.app.spark.helpers import assert_same_records, blowup_events, drop_report, run_cli
 
 pytestmark = pytest.mark.spark
 
@@ -21,30 +20,10 @@ PACK = Path(__file__).parent / "data" / "blowup_pack.yaml"
 JOBS, AS, BS = 3, 30, 8
 
 
-def _events() -> list[dict]:
-    """Per job: 30 A's, 8 B's, one C, a second apart (explicit ids: the stream and match name events alike)."""
-    out: list[dict] = []
-    t = 1_700_000_000.0
-    for k in range(JOBS):
-        for etype, n in (("A", AS), ("B", BS), ("C", 1)):
-            for _ in range(n):
-                out.append({"type": etype, "ts": t, "job_id": f"job_{k}", "id": f"e{len(out)}"})
-                t += 1.0
-    return out
-
-
 def _write(events: list[dict], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     return path
-
-
-def _match_drops(err: str) -> dict[str, int]:
-    """A command's drop report (stderr, the same line for match, batch and stream): 'dropped partial matches (...):
-    kleene 3, next 30 (bounds)'."""
-    found = re.search(r"dropped partial matches \([^)]*\): (.*?) \((?:--max-runs|the pack)", err)
-    assert found, err
-    return {name: int(n.replace(",", "")) for name, n in (part.split() for part in found.group(1).split(", "))}
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +34,12 @@ def truth(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], d
 
     from app.cli import main
 
-    path = _write(_events(), tmp_path_factory.mktemp("blowup") / "events.jsonl")
+    path = _write(blowup_events(JOBS, AS, BS), tmp_path_factory.mktemp("blowup") / "events.jsonl")
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         assert main(["match", str(path), "--pack", str(PACK)]) == 0
     records = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
-    return path, records, _match_drops(err.getvalue())
+    return path, records, drop_report(err.getvalue())
 
 
 def test_the_bounds_bind_under_match(truth, capsys) -> None:
@@ -79,7 +58,7 @@ def test_batch_is_bounded_like_match(spark, truth, capsys) -> None:
     code, got, err = run_cli(["batch", str(path), "--pack", str(PACK), "--master", "local[2]", "--no-progress"], capsys)
     assert code == 0, err
     assert_same_records(got, want)
-    assert _match_drops(err) == drops  # the command says what the bounds dropped, as hcep match does
+    assert drop_report(err) == drops  # the command says what the bounds dropped, as hcep match does
 
 
 def test_stream_is_bounded_like_match(spark, truth, tmp_path: Path, capsys) -> None:
@@ -98,4 +77,4 @@ def test_stream_is_bounded_like_match(spark, truth, tmp_path: Path, capsys) -> N
     assert not read_dead(str(out))
     assert_same_records(read_records(str(out)), want)
     assert totals(str(out))["dropped"] == drops
-    assert _match_drops(err) == drops
+    assert drop_report(err) == drops
