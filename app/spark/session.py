@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.spark import worker_daemon
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -115,6 +117,8 @@ def build_session(
     )
     if local:
         builder = builder.config("spark.driver.host", LOOPBACK).config("spark.driver.bindAddress", LOOPBACK)
+    if worker_daemon.enabled(local):  # the workers' imports done once, before the fork (HCEP_SPARK_DAEMON=0: off)
+        builder = builder.config("spark.python.daemon.module", worker_daemon.MODULE)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
