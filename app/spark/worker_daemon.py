@@ -64,8 +64,8 @@ def enabled(local: bool) -> bool:
 
 
 def preload(modules: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
-    """Import ``modules`` (:data:`PRELOAD`) one by one, never raising: (imported, failed).  Standard output is the daemon's pipe to
-    the JVM (it reads the port from it), so anything an import prints goes to standard error meanwhile."""
+    """Import ``modules`` (:data:`PRELOAD`) one by one, never raising: (imported, failed).  Standard output is the
+    daemon's pipe to the JVM (it reads the port from it), so anything an import prints goes to standard error."""
     loaded: list[str] = []
     failed: list[str] = []
     sys.stdout.flush()
