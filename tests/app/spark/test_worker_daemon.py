@@ -77,7 +77,7 @@ def _read_exactly(stream: Any, n: int, what: str) -> bytes:
     fd = stream.fileno()
     ready, _, _ = select.select([fd], [], [], DEADLINE_S)
     assert ready, f"no {what} from the daemon within {DEADLINE_S} s"
-    data = stream.read(n)
+    data: bytes = stream.read(n)
     assert len(data) == n, f"{what}: {data!r}"
     return data
 
