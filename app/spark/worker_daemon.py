@@ -38,6 +38,9 @@ PRELOAD = (
     "pyspark.sql.streaming.stateful_processor",
     "pyspark.sql.streaming.stateful_processor_api_client",
     "pyspark.sql.streaming.stateful_processor_util",
+    "pyspark.sql.streaming.value_state_client",
+    "pyspark.sql.streaming.map_state_client",
+    "pyspark.sql.streaming.proto.StateMessage_pb2",  # protobuf: the state API's messages
     "pandas",
     "pyarrow",
     "orjson",
