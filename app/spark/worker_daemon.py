@@ -5,7 +5,9 @@ daemon forks every Python worker; :mod:`pyspark.daemon` imports almost nothing, 
 PySpark (from ``pyspark.zip``: no bytecode cache), pandas, pyarrow and the engine itself -- about 1 CPU-s a worker,
 15-18 % of the workers' samples in a short ``hcep stream`` run, all of it on the first micro-batch.  Imported here,
 the workers inherit the modules already loaded (copy-on-write pages), and :func:`gc.freeze` keeps them out of the
-full collection PySpark's daemon runs after every task.
+full collection PySpark's daemon runs after every task.  Spark starts one daemon per kind of Python runner (here two:
+the router's ``mapInPandas`` and the stateful operator), so the daemon's own imports count twice: PySpark comes from
+the installed package when ``pyspark.zip`` is that package's own copy (:func:`prefer_installed_pyspark`).
 
 Only imports happen here: no SparkSession, no py4j gateway, no socket, no thread of ours (pandas/pyarrow start
 native threads -- OpenBLAS's pool, Arrow's jemalloc background thread -- which both shut down or reset around
@@ -23,12 +25,13 @@ import gc
 import importlib
 import os
 import sys
+from pathlib import Path
 
 #: The module the JVM starts instead of ``pyspark.daemon`` (``spark.python.daemon.module``).
 MODULE = "app.spark.worker_daemon"
 #: ``0``: PySpark's own daemon; ``1``: this one even for a remote master; unset: this one for local masters.
 ENV = "HCEP_SPARK_DAEMON"
-#: Set by the daemon for its workers: ``pid=<daemon pid> loaded=<n> failed=<module,...>``.
+#: Set by the daemon for its workers: ``pid=<daemon pid> pyspark=installed|path loaded=<n> failed=<module,...>``.
 MARKER_ENV = "HCEP_WORKER_DAEMON"
 #: What the workers of ``hcep stream`` and ``hcep batch`` import anyway (PySpark's worker and Arrow serializers, the
 #: stateful processor's API, the engine and the modules the pickled functions name), in import order.
@@ -66,6 +69,24 @@ def enabled(local: bool) -> bool:
     return local
 
 
+def prefer_installed_pyspark() -> bool:
+    """Take ``<pkg>/python/lib/pyspark.zip`` (the JVM puts it first on ``PYTHONPATH``) off ``sys.path`` when it is the
+    zip inside the very ``pyspark`` package ``<pkg>`` that ``sys.path`` also holds: the same files, but zipimport keeps
+    no bytecode cache, so every process compiled PySpark again (0.4-0.5 CPU-s here).  Anything else stays."""
+    if "pyspark" in sys.modules:
+        return False
+    on_path = {os.path.realpath(p) for p in sys.path if p}
+    dropped = False
+    for entry in list(sys.path):
+        if os.path.basename(entry) != "pyspark.zip":
+            continue
+        package = Path(entry).resolve().parents[2]  # <pkg>/python/lib/pyspark.zip -> <pkg>
+        if package.name == "pyspark" and (package / "__init__.py").is_file() and str(package.parent) in on_path:
+            sys.path.remove(entry)
+            dropped = True
+    return dropped
+
+
 def preload(modules: tuple[str, ...] | None = None) -> tuple[list[str], list[str]]:
     """Import ``modules`` (:data:`PRELOAD`) one by one, never raising: (imported, failed).  Standard output is the
     daemon's pipe to the JVM (it reads the port from it), so anything an import prints goes to standard error."""
@@ -96,8 +117,9 @@ def main() -> None:
     """Preload, freeze what was loaded out of the garbage collector's walks, then serve as PySpark's daemon."""
     gc.disable()  # no collection while importing: fewer freed holes in the pages the workers share
     try:
+        source = "installed" if prefer_installed_pyspark() else "path"
         loaded, failed = preload()
-        os.environ[MARKER_ENV] = f"pid={os.getpid()} loaded={len(loaded)} failed={','.join(failed)}"
+        os.environ[MARKER_ENV] = f"pid={os.getpid()} pyspark={source} loaded={len(loaded)} failed={','.join(failed)}"
     except Exception as exc:  # noqa: BLE001 - e.g. no file descriptor left: serve unloaded
         print(f"hcep worker daemon: nothing preloaded ({type(exc).__name__}: {exc})", file=sys.stderr)
     finally:

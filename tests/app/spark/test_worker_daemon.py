@@ -27,6 +27,7 @@ def _probe(frames: Iterator[Any]) -> Iterator[Any]:
     import gc
 
     import pandas as pd
+    import pyspark
 
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
@@ -36,6 +37,7 @@ def _probe(frames: Iterator[Any]) -> Iterator[Any]:
         "state_loaded": "app.spark.stream.state" in sys.modules,
         "frozen": gc.get_freeze_count(),
         "main": getattr(spec, "name", "") or "",
+        "pyspark": pyspark.__file__ or "",
     }
     total = 0
     for frame in frames:
@@ -50,7 +52,7 @@ def test_the_workers_come_from_the_preloading_daemon(spark: Any) -> None:
     if not worker_daemon.enabled(True):
         pytest.skip(f"{worker_daemon.ENV}=0: PySpark's own daemon (the escape hatch)")
     assert spark.sparkContext.getConf().get("spark.python.daemon.module") == worker_daemon.MODULE
-    schema = "ppid long, marker string, state_loaded boolean, frozen long, main string, total long"
+    schema = "ppid long, marker string, state_loaded boolean, frozen long, main string, pyspark string, total long"
     rows = spark.range(0, 10_000, numPartitions=4).mapInPandas(_probe, schema).collect()
     assert len(rows) == 4
     assert sum(r["total"] for r in rows) == sum(range(10_000))
@@ -62,6 +64,7 @@ def test_the_workers_come_from_the_preloading_daemon(spark: Any) -> None:
         assert loaded == len(worker_daemon.PRELOAD), r
         assert r["state_loaded"], r
         assert r["frozen"] > 0, r
+        assert " pyspark=installed " in r["marker"] and ".zip" not in r["pyspark"], r  # the bytecode-cached copy
 
 
 def test_enabled_follows_the_env_and_the_master(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,6 +74,27 @@ def test_enabled_follows_the_env_and_the_master(monkeypatch: pytest.MonkeyPatch)
     assert not worker_daemon.enabled(True)
     monkeypatch.setenv(worker_daemon.ENV, "1")
     assert worker_daemon.enabled(False)
+
+
+def test_pyspark_zip_is_dropped_only_for_the_installed_packages_own_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site, other = tmp_path / "site", tmp_path / "other"
+    for base in (site, other):
+        lib = base / "pyspark" / "python" / "lib"
+        lib.mkdir(parents=True)
+        (base / "pyspark" / "__init__.py").write_text("")
+        (lib / "pyspark.zip").write_bytes(b"")
+    own = str(site / "pyspark" / "python" / "lib" / "pyspark.zip")
+    foreign = str(other / "pyspark" / "python" / "lib" / "pyspark.zip")  # its package's parent is not on the path
+    monkeypatch.delitem(sys.modules, "pyspark", raising=False)
+    monkeypatch.setattr(sys, "path", [own, foreign, str(tmp_path / "pyspark.zip"), str(site)])
+    assert worker_daemon.prefer_installed_pyspark()
+    assert sys.path == [foreign, str(tmp_path / "pyspark.zip"), str(site)]
+    assert not worker_daemon.prefer_installed_pyspark()
+    monkeypatch.setattr(sys, "path", [own, str(site)])
+    monkeypatch.setitem(sys.modules, "pyspark", sys)  # already imported: too late to choose
+    assert not worker_daemon.prefer_installed_pyspark() and sys.path == [own, str(site)]
 
 
 def _read_exactly(stream: Any, n: int, what: str) -> bytes:
