@@ -7,3 +7,7 @@ dashboard and the Spark jobs read them back.  Each of those imports these types 
 insides, so a change of a record or alert shape is made once.  This package imports nothing of ``engine``, ``app``,
 ``collectors`` or ``dashboards``.
 """
+
+from contracts.compiled import install as _install_compiled
+
+_install_compiled()  # first: the compiled hot path, if built and current (contracts.compiled)

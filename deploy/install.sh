@@ -74,6 +74,9 @@ install_python_packages() {
 install_apt_packages
 make_venv
 install_python_packages
+# The engine's hot path compiled with mypyc (contracts/compiled.py); only when its sources changed since the last
+# build, about a minute; a failed build leaves pure Python (the reference) and says why.
+"$VENV/bin/python" "$ROOT/deploy/compile_engine.py"
 
 # The real parts, each with its own idempotent installer (Debian packages and the Python bindings they need).
 PYTHON="$VENV/bin/python" bash "$ROOT/deploy/ganglia/install.sh"

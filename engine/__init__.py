@@ -13,6 +13,7 @@ The public surface:
 
 from typing import Any
 
+import contracts  # noqa: F401  (first: it installs the compiled hot path, if built and current)
 from engine.events import DEFAULT_TICK, Event, EventError, event_from_json
 from engine.language.ast import QueryError
 

@@ -24,6 +24,11 @@ MAX_TICKS = 2**50
 #: Keys of the event JSON object that are not attributes.
 RESERVED_KEYS = frozenset({"type", "ts", "id", "delta", "lo", "hi"})
 
+#: This module runs compiled by mypyc (``deploy/compile_engine.py``, :mod:`contracts.compiled`): its :class:`Event` is
+#: then a native class, which ``object.__new__`` cannot make, so the decoder calls the constructor (the same values,
+#: checked once more); interpreted, it fills the slots directly (a third of the decoding cost).
+COMPILED = not __file__.endswith(".py")
+
 
 class EventError(ValueError):
     """A JSON object that is not a valid event; the message says which key is wrong."""
@@ -50,11 +55,12 @@ class Event:
         tick: float = DEFAULT_TICK,
     ) -> None:
         self.type = type
-        self.ts = ts
+        # int | float: the time as given (compiled, a ``float`` attribute would turn an int into a float)
+        self.ts: int | float = ts
         self.seq = seq
         self.id = id if id is not None else str(seq)
-        self.lo = ts if lo is None else lo
-        self.hi = ts if hi is None else hi
+        self.lo: int | float = ts if lo is None else lo
+        self.hi: int | float = ts if hi is None else hi
         self.attrs: dict[str, Any] = dict(attrs) if attrs else {}
         limit = seconds_limit(tick)
         # Chained comparisons are False for NaN: one test rejects NaN, infinities and absurd times before round().
@@ -74,6 +80,16 @@ class Event:
     @property
     def precise(self) -> bool:
         return self.tlo == self.thi
+
+    def copy(self) -> Event:
+        """A copy sharing the attributes (``copy.copy`` cannot copy a compiled :class:`Event`)."""
+        if not COMPILED:
+            c = object.__new__(Event)
+        else:  # (at a tick of 1 s every valid event's time is in range: its ticks are set below)
+            c = Event(self.type, self.ts, id=self.id, seq=self.seq, lo=self.lo, hi=self.hi, tick=1.0)
+        c.type, c.ts, c.id, c.lo, c.hi, c.attrs = self.type, self.ts, self.id, self.lo, self.hi, self.attrs
+        c.seq, c.tlo, c.thi, c.t = self.seq, self.tlo, self.thi, self.t
+        return c
 
     def get(self, attr: str) -> Any:
         """The attribute ``attr``; ``ts`` is the reported time; ``None`` when the event lacks it."""
@@ -119,7 +135,8 @@ def _number(obj: Mapping[str, Any], key: str, limit: float) -> float:
     value = obj[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise EventError(f"'{key}' must be a finite number, got {_repr(value)}")
-    if isinstance(value, int) and abs(value) > limit:  # float() of a huge int raises OverflowError
+    # float() of a huge int raises OverflowError; int(limit): compiled, an int compared with a float is made a float
+    if isinstance(value, int) and abs(value) > int(limit):
         raise EventError(f"'{key}' is out of range: {_repr(value)} (|{key}| must be <= {limit:g} s)")
     value = float(value)
     if not math.isfinite(value):
@@ -275,7 +292,7 @@ class Stamp:
     __slots__ = ("type", "t", "tlo", "thi", "seq", "_id")
 
     type: str
-    t: float
+    t: int | float  # as Event.t (compiled, ``float`` would turn the int into a float)
     tlo: int
     thi: int
     seq: int
@@ -305,7 +322,7 @@ class EventDecoder:
     at once (``hcep match``): orjson wherever its value is Python's (:func:`loads_exact`), the messages of the
     per-line path, and only the event types asked for built (the others as :class:`Stamp`, their clocks)."""
 
-    __slots__ = ("tick", "limit", "max_delta", "widest", "loads", "_direct")
+    __slots__ = ("tick", "limit", "max_delta", "widest", "loads")
 
     def __init__(self, tick: float = DEFAULT_TICK, max_delta: float | None = None, *, fast_json: bool = False) -> None:
         self.tick = tick
@@ -314,7 +331,6 @@ class EventDecoder:
         #: the widest interval accepted, in ticks (``thi - tlo``); None: any
         self.widest = None if max_delta is None else max_width_ticks(max_delta, tick)
         self.loads: Callable[..., Any] = _fast_loads() if fast_json else loads_json
-        self._direct = Event.__slots__ == ("type", "ts", "id", "lo", "hi", "attrs", "seq", "tlo", "thi", "t")
 
     def event(self, obj: Any, seq: int = 0) -> Event:
         """:func:`event_from_json` ``(obj, seq, tick)``; ``obj`` is not modified.  Raises :class:`EventError`."""
@@ -343,9 +359,9 @@ class EventDecoder:
                     del attrs["delta"]
                 if "id" in attrs:
                     del attrs["id"]
-                if not self._direct:  # pragma: no cover - another layout of Event: its constructor
+                if COMPILED:
                     return Event(etype, ts, attrs, id=eid, seq=seq, lo=ts - delta, hi=ts + delta, tick=tick)
-                ev = Event.__new__(Event)
+                ev = object.__new__(Event)
                 ev.type = etype
                 ev.ts = ts
                 ev.seq = seq
@@ -381,7 +397,7 @@ class EventDecoder:
         out: list[Event | Stamp] = []
         append = out.append
         tick, lim, widest = self.tick, self.limit, self.widest
-        direct = self._direct
+        compiled = COMPILED
         new = object.__new__
         for i, raw in enumerate(lines):
             obj: Any
@@ -401,7 +417,7 @@ class EventDecoder:
                 if obj is None:
                     continue
             s = seq + len(out)
-            if type(obj) is dict and direct and "lo" not in obj and "hi" not in obj:
+            if type(obj) is dict and "lo" not in obj and "hi" not in obj:
                 etype: Any = obj.get("type")
                 ts: Any = obj.get("ts")
                 delta: Any = obj.get("delta", 0.0)
@@ -429,6 +445,12 @@ class EventDecoder:
                             del obj["delta"]
                         if "id" in obj:
                             del obj["id"]
+                        if compiled:
+                            ev = Event(etype, ts, obj, id=eid, seq=s, lo=lo, hi=hi, tick=tick)
+                            if widest is not None and thi - tlo > widest:
+                                raise LineError(i, self.wide_reason(ev))
+                            append(ev)
+                            continue
                         ev = new(Event)
                         ev.type = etype
                         ev.ts = ts
@@ -446,7 +468,7 @@ class EventDecoder:
                     else:
                         if widest is not None and thi - tlo > widest:
                             raise LineError(i, self.wide_reason(self.event(obj, s)))
-                        st = new(Stamp)
+                        st = Stamp()
                         st.type = etype
                         st.t = mid2 // 2 if mid2 % 2 == 0 else mid2 / 2
                         st.tlo = tlo

@@ -29,7 +29,6 @@ to ``[max(lower bounds) - W + 1, min(upper bounds) + W - 1]`` -- its cost follow
 
 from __future__ import annotations
 
-import copy
 import itertools
 import math
 from collections.abc import Sequence
@@ -372,7 +371,7 @@ def _shared_candidates(
 
 def _at_point(e: Event, point: int) -> Event:
     """A copy of ``e`` placed at one tick (its attributes and reported ``ts`` kept)."""
-    placed = copy.copy(e)
+    placed = e.copy()
     seconds = e.lo + (point - e.tlo) * (e.hi - e.lo) / (e.thi - e.tlo) if e.thi > e.tlo else e.lo
     placed.lo = placed.hi = seconds
     placed.tlo = placed.thi = placed.t = point

@@ -33,6 +33,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from engine.evaluator import START, Clock, Due, Record, Stats, register, window_horizon
 from engine.events import Event
 from engine.imprecise import state
@@ -69,7 +71,7 @@ def _canon(e: Event) -> tuple[Any, ...]:
     return (e.tlo, e.thi, e.seq)
 
 
-@register("imprecise", strategies=("skip_till_any_match",), imprecise=True, ordered=False)
+@mypyc_attr(allow_interpreted_subclasses=True)  # the research benchmark's ordered variants subclass it
 class ImpreciseMatcher:
     """Exact possible-worlds evaluation of one skip_till_any_match query (docs/semantics.md sections 3 and 5); an
     :class:`engine.evaluator.Evaluator` (snapshots: :mod:`engine.imprecise.state`)."""
@@ -170,7 +172,7 @@ class ImpreciseMatcher:
         tlo = ev.tlo
         now = self.now
         if tlo > now:
-            self.now = now = tlo
+            self.now = now = float(tlo)  # a float always (mypyc keeps a float attribute as a C double)
         width = ev.thi - tlo
         if width > self.umax:
             self.umax = width
@@ -183,7 +185,7 @@ class ImpreciseMatcher:
             if ev.type == self.last_type and self._may_close(ev):
                 heapq.heappush(self.pending, (ev.thi, ev.seq, ev))
                 if ev.thi < self.wake:
-                    self.wake = ev.thi
+                    self.wake = float(ev.thi)
         self.fed += 1
         safe = now - self.umax
         if safe >= self.prune_at:
@@ -855,3 +857,7 @@ class ImpreciseMatcher:
         for k, (comp, evs) in enumerate(zip(self.comps, assignment, strict=True)):
             if comp.kleene:
                 group[2][k].update(evs)
+
+
+#: (A call, not a class decorator: mypyc compiles a decorated class as a plain Python class.)
+register("imprecise", strategies=("skip_till_any_match",), imprecise=True, ordered=False)(ImpreciseMatcher)

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any, cast
 
+from mypy_extensions import mypyc_attr
+
 from contracts.records import IncrementIds, record_id
 from engine.evaluator import START, Clock, Due, Record, Stats, register, window_horizon
 from engine.events import Event
@@ -42,7 +44,7 @@ NEG_INF = -math.inf
 INF = math.inf
 
 
-@register("nfa")
+@mypyc_attr(allow_interpreted_subclasses=True)  # GRETA's capture, tests and benchmarks subclass it
 class Matcher:
     """Incremental evaluation of one compiled query: :meth:`feed` events in time order, collect match records."""
 
@@ -449,11 +451,11 @@ class Matcher:
         comp = self.comps[k]
         etype = ev.type
         if comp.kleene and r.kin:
-            take = etype == comp.type and self._eq_ok(r, ev) and (comp.take is None or comp.take(r.bind, ev))
+            take = bool(etype == comp.type and self._eq_ok(r, ev) and (comp.take is None or comp.take(r.bind, ev)))
             proceed = False
             if k < self.last:
                 c2 = self.comps[k + 1]
-                proceed = etype == c2.type and self._eq_ok(r, ev) and (c2.begin is None or c2.begin(r.bind, ev))
+                proceed = bool(etype == c2.type and self._eq_ok(r, ev) and (c2.begin is None or c2.begin(r.bind, ev)))
             if proceed:
                 self._advance(r.clone() if take else r, k + 1, ev, t, kept, out)
             if take:
@@ -641,7 +643,7 @@ class Matcher:
             self.emitted.add(key)
         out.append(self._record(r, returned))
 
-    def _record(self, r: Run, returned: dict[str, Any]) -> Record:
+    def _record(self, r: Run, returned: dict[str, Any]) -> Any:  # Any: GRETA's capture makes (bind, eqv) pairs
         if self.increments and self.grows:
             return self._increment(r, returned)
         match: dict[str, list[str]] = {}
@@ -837,3 +839,7 @@ def sort_events(events: Iterable[Event]) -> list[Event]:
 _SEQ = attrgetter("seq")
 _T_FIRST = attrgetter("t_first")
 _POINT = attrgetter("t")
+
+
+#: (A call, not a class decorator: mypyc compiles a decorated class as a plain Python class.)
+register("nfa")(Matcher)

@@ -14,8 +14,16 @@ from engine.events import Event, EventDecoder, EventError, event_from_json, load
 BAD = [1e308, -1e308, float("nan"), float("inf"), 10**400, 1e11, 1e11 + 1, 2**53, 0.05, -0.05, 0, 1, True, "5"]
 
 
+#: Every field of an event (``Event.__slots__`` interpreted; a compiled Event has no ``__slots__``).
+FIELDS = ("type", "ts", "id", "lo", "hi", "attrs", "seq", "tlo", "thi", "t")
+
+
+def test_fields_are_every_slot() -> None:
+    assert set(getattr(Event, "__slots__", FIELDS)) == set(FIELDS)
+
+
 def _same(a: Event, b: Event) -> None:
-    for name in Event.__slots__:
+    for name in FIELDS:
         x, y = getattr(a, name), getattr(b, name)
         assert x == y and type(x) is type(y), (name, x, y)
 
