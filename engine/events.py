@@ -25,8 +25,7 @@ MAX_TICKS = 2**50
 RESERVED_KEYS = frozenset({"type", "ts", "id", "delta", "lo", "hi"})
 
 #: This module runs compiled by mypyc (``deploy/compile_engine.py``, :mod:`contracts.compiled`): its :class:`Event` is
-#: then a native class, which ``object.__new__`` cannot make, so the decoder calls the constructor (the same values,
-#: checked once more); interpreted, it fills the slots directly (a third of the decoding cost).
+#: then a native class, which ``object.__new__`` cannot make (the decoder fills a :class:`_Decoded` either way).
 COMPILED = not __file__.endswith(".py")
 
 
@@ -45,17 +44,16 @@ class Event:
     def __init__(
         self,
         type: str,
-        ts: float,
+        ts: int | float,  # (int | float: as given; compiled, ``float`` would turn an int into a float)
         attrs: Mapping[str, Any] | None = None,
         *,
         id: str | None = None,
         seq: int = 0,
-        lo: float | None = None,
-        hi: float | None = None,
+        lo: int | float | None = None,
+        hi: int | float | None = None,
         tick: float = DEFAULT_TICK,
     ) -> None:
         self.type = type
-        # int | float: the time as given (compiled, a ``float`` attribute would turn an int into a float)
         self.ts: int | float = ts
         self.seq = seq
         self.id = id if id is not None else str(seq)
@@ -83,10 +81,7 @@ class Event:
 
     def copy(self) -> Event:
         """A copy sharing the attributes (``copy.copy`` cannot copy a compiled :class:`Event`)."""
-        if not COMPILED:
-            c = object.__new__(Event)
-        else:  # (at a tick of 1 s every valid event's time is in range: its ticks are set below)
-            c = Event(self.type, self.ts, id=self.id, seq=self.seq, lo=self.lo, hi=self.hi, tick=1.0)
+        c = _Decoded()
         c.type, c.ts, c.id, c.lo, c.hi, c.attrs = self.type, self.ts, self.id, self.lo, self.hi, self.attrs
         c.seq, c.tlo, c.thi, c.t = self.seq, self.tlo, self.thi, self.t
         return c
@@ -107,6 +102,17 @@ class Event:
     def __repr__(self) -> str:
         span = f"{self.tlo}" if self.tlo == self.thi else f"{self.tlo}..{self.thi}"
         return f"Event({self.type} id={self.id} t={span} {self.attrs})"
+
+
+class _Decoded(Event):
+    """An :class:`Event` made field by field -- by the decoder, which has checked what ``Event.__init__`` checks, and
+    by :meth:`Event.copy` -- as ``Event.__init__`` would make it: compiled, ``object.__new__`` cannot make a native
+    class, and the constructor's checks again and the copy of the attributes cost a third of the decoding."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        pass
 
 
 def seconds_limit(tick: float) -> float:
@@ -359,9 +365,7 @@ class EventDecoder:
                     del attrs["delta"]
                 if "id" in attrs:
                     del attrs["id"]
-                if COMPILED:
-                    return Event(etype, ts, attrs, id=eid, seq=seq, lo=ts - delta, hi=ts + delta, tick=tick)
-                ev = object.__new__(Event)
+                ev = _Decoded()
                 ev.type = etype
                 ev.ts = ts
                 ev.seq = seq
@@ -397,8 +401,6 @@ class EventDecoder:
         out: list[Event | Stamp] = []
         append = out.append
         tick, lim, widest = self.tick, self.limit, self.widest
-        compiled = COMPILED
-        new = object.__new__
         for i, raw in enumerate(lines):
             obj: Any
             try:
@@ -445,13 +447,7 @@ class EventDecoder:
                             del obj["delta"]
                         if "id" in obj:
                             del obj["id"]
-                        if compiled:
-                            ev = Event(etype, ts, obj, id=eid, seq=s, lo=lo, hi=hi, tick=tick)
-                            if widest is not None and thi - tlo > widest:
-                                raise LineError(i, self.wide_reason(ev))
-                            append(ev)
-                            continue
-                        ev = new(Event)
+                        ev: Event = _Decoded()
                         ev.type = etype
                         ev.ts = ts
                         ev.seq = s
