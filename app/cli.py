@@ -80,7 +80,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         description="hcep: complex event processing over imprecise timestamps, and Hadoop cluster monitoring.",
         epilog="Event format, query language and match records: see README.md and docs/semantics.md.",
     )
-    parser.add_argument("--version", action="version", version=f"hcep {__version__}")
+    from contracts.compiled import STATUS  # the engine's hot path: compiled or pure Python, and why
+
+    parser.add_argument("--version", action="version", version=f"hcep {__version__} (engine hot path {STATUS})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     words = [w for w in (sys.argv[1:] if argv is None else argv) if not w.startswith("-")]
     for name, module, help_text, children in COMMANDS:

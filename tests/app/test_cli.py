@@ -84,7 +84,9 @@ def test_version(runner):
 
     proc = hcep("--version", runner=runner)
     assert proc.returncode == 0
-    assert proc.stdout.strip() == f"hcep {__version__}"
+    text = proc.stdout.strip()
+    assert text.startswith(f"hcep {__version__} (engine hot path ") and text.endswith(")")
+    assert text.split("engine hot path ", 1)[1].startswith(("compiled: ", "pure: "))
 
 
 def test_no_command_prints_help_and_exits_2():
