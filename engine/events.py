@@ -290,23 +290,19 @@ class LineError(ValueError):
         self.message = message
 
 
-class Stamp:
+class Stamp(Event):
     """The clock of an event whose type no query reads: what the pack feeder, the evaluators' clocks, the time sort
     (``t``, ``seq``) and the stream time need of it, without its attributes.  Reading ``attrs`` (or ``ts``, ``lo``,
-    ``hi``) of a stamp is an ``AttributeError``, never a silently empty event."""
+    ``hi``) of a stamp is an ``AttributeError``, never a silently empty event.
 
-    __slots__ = ("type", "t", "tlo", "thi", "seq", "_id")
+    An :class:`Event` whose constructor sets nothing (the decoder sets ``type``, ``t``, ``tlo``, ``thi``, ``seq`` and
+    ``id``), so that it passes wherever an event may: an evaluator that takes every type (``wants`` None, the trend
+    evaluators) is handed stamps and skips their types, as it skips any type it does not name."""
 
-    type: str
-    t: int | float  # as Event.t (compiled, ``float`` would turn the int into a float)
-    tlo: int
-    thi: int
-    seq: int
-    _id: str | None
+    __slots__ = ()
 
-    @property
-    def id(self) -> str:
-        return str(self.seq) if self._id is None else self._id
+    def __init__(self) -> None:
+        pass
 
     def __repr__(self) -> str:
         return f"Stamp({self.type} id={self.id} t={self.tlo}..{self.thi})"
@@ -470,7 +466,7 @@ class EventDecoder:
                         st.tlo = tlo
                         st.thi = thi
                         st.seq = s
-                        st._id = eid
+                        st.id = str(s) if eid is None else eid
                         append(st)
                     continue
             try:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from engine.evaluator import NEVER, Clock, Due, Evaluator, OutOfOrderError, Record, Stats
-from engine.events import Event, Stamp
+from engine.events import Event
 from engine.limits import Limits
 from engine.snapshot import EventCodec, check_header, dec_float, enc_float, header, open_codec
 
@@ -108,10 +108,7 @@ class PackFeeder:
     def feed(self, ev: Event) -> list[Record]:
         return self.feed_many((ev,))
 
-    def feed_many(self, events: Iterable[Event | Stamp]) -> list[Record]:
-        # A Stamp (the clock of an event of a type no query reads, engine.events) reaches an evaluator only when it
-        # takes every type (``wants`` None: the trend evaluators), which skips types it does not name; passed as it
-        # is (no cast: compiled, a cast to Event is checked).
+    def feed_many(self, events: Iterable[Event]) -> list[Record]:
         if len(self.matchers) == 1:
             return self._feed_one(events)
         out: list[Record] = []
@@ -137,7 +134,7 @@ class PackFeeder:
                 m = ms[i]
                 if synced[i] != fed:
                     m.set_clock(_new(Clock, (t_last, now, umax, fed)))
-                got = m.feed(ev)  # type: ignore[arg-type]  # a Stamp: see feed_many
+                got = m.feed(ev)
                 synced[i] = fed + 1
                 if got:
                     if here is None:
@@ -198,7 +195,7 @@ class PackFeeder:
         self.lo_safe, self.lo_fed = lo_safe, lo_fed
         return out
 
-    def _feed_one(self, events: Iterable[Event | Stamp]) -> list[Record]:
+    def _feed_one(self, events: Iterable[Event]) -> list[Record]:
         """:meth:`feed_many` for one evaluator (a one-query pack, an evaluator's own ``feed_many``): the same steps
         without routes and records to order -- its due read only at an event it does not want, after one it did."""
         out: list[Record] = []
@@ -211,7 +208,7 @@ class PackFeeder:
             if synced != fed:
                 m.set_clock(_new(Clock, (t_last, now, umax, fed)))
             for ev in events:
-                got = feed(ev)  # type: ignore[arg-type]  # a Stamp: see feed_many
+                got = feed(ev)
                 if got:
                     out.extend(got)
                 tlo = ev.tlo
@@ -235,7 +232,7 @@ class PackFeeder:
             if ev.type in wanted:  # (an evaluator that needs order refuses an older event itself)
                 if synced != fed:
                     m.set_clock(_new(Clock, (t_last, now, umax, fed)))
-                got = feed(ev)  # type: ignore[arg-type]  # a Stamp: see feed_many
+                got = feed(ev)
                 if got:
                     out.extend(got)
                 if bounds:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, cast
 
 from app.commands.argtypes import (
     OUTPUT_MODES,
@@ -30,9 +29,6 @@ from app.matching.packs import (
 )
 from app.matching.read import built_types, frozen, read_events
 from app.matching.write import write_records
-
-if TYPE_CHECKING:
-    from engine.events import Event
 
 DESCRIPTION = (
     "Match queries over EVENTS.jsonl (one JSON event per line; '-' reads stdin) and print one JSON match record per "
@@ -107,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     limits = limits_of(args, pack)
     # Growing runs as increments (docs/semantics.md section 5) unless --full-matches asks for whole signatures.
     full = getattr(args, "full_matches", False)
-    matched = StreamedMatch(compiled, cast("list[Event]", events), limits, increments=not full)  # Stamps pass too
+    matched = StreamedMatch(compiled, events, limits, increments=not full)  # Stamps (Events) pass too
     with frozen():
         write_records(matched, sys.stdout.write)  # written as they complete: an exponential output is never held
     sys.stdout.flush()

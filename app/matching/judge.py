@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from app.matching.packs import pack_tick
 
@@ -41,7 +41,7 @@ def judge(
     # stamp, only moves the watermark): fed, they would move the imprecise evaluators' clock and release a record
     # at an earlier event than hcep run does, so that an alert would start or resolve at another stream time.
     types = runner.types
-    for ev in sort_events(cast("Sequence[Event]", events)):
+    for ev in sort_events(events):
         if types is not None and ev.type not in types:
             continue
         t = ev.t * tick  # stream time: the event's point in seconds, as the service counts it
