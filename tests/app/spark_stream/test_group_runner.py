@@ -12,23 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.spark.helpers import assert_same_records
+from tests.app.spark.helpers import assert_same_records, blowup_events
 from tests.app.spark_stream.conftest import ROOT, stream_plan, write_events
 from tests.app.spark_stream.simulate import run_batches
 
 BLOWUP = ROOT / "tests" / "app" / "spark" / "data" / "blowup_pack.yaml"
-
-
-def _events(jobs: int = 3, a: int = 30, b: int = 8) -> list[dict]:
-    """Per job: ``a`` A's, ``b`` B's, one C, a second apart (the pack's comment says how it blows up)."""
-    out: list[dict] = []
-    t = 1_700_000_000.0
-    for k in range(jobs):
-        for etype, n in (("A", a), ("B", b), ("C", 1)):
-            for _ in range(n):
-                out.append({"type": etype, "ts": t, "job_id": f"job_{k}", "id": f"e{len(out)}"})
-                t += 1.0
-    return out
 
 
 def _match(path: Path) -> tuple[list[dict], dict[str, int]]:
@@ -51,7 +39,7 @@ def test_bounded_like_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, res
     if restore_every_batch:  # no group kept restored by the worker: each micro-batch restores from the snapshots
         monkeypatch.setattr(state, "LIVE_GROUPS", 0)
         state._LIVE.clear()
-    events = _events()
+    events = blowup_events(3, 30, 8)
     want, want_drops = _match(write_events(events, tmp_path / "e.jsonl"))
     lines = [("f.jsonl", i, json.dumps(e)) for i, e in enumerate(events)]
     drops: dict[str, int] = {}
@@ -73,7 +61,7 @@ def test_a_group_state_of_the_bare_feeder_restores(tmp_path: Path) -> None:
     compiled = compiled_for(plan)
     fam = plan.families[0]
     decode = decoder_for(plan.tick).event
-    events = [decode(e, i + 1) for i, e in enumerate(_events(jobs=1, a=2, b=3))]  # under the bounds
+    events = [decode(e, i + 1) for i, e in enumerate(blowup_events(1, 2, 3))]  # under the bounds
     half = len(events) // 2
 
     def bare() -> PackFeeder:  # how StreamGroup built its evaluators before
@@ -100,7 +88,7 @@ def test_a_bad_limits_setting_is_one_line(tmp_path: Path, capsys: pytest.Capture
 
     pack = tmp_path / "bad.yaml"
     pack.write_text(BLOWUP.read_text().replace("runs: null", "runs: -3"))
-    events = write_events(_events(jobs=1, a=1, b=1), tmp_path / "in" / "e.jsonl")
+    events = write_events(blowup_events(1, 1, 1), tmp_path / "in" / "e.jsonl")
     out = ["--output", str(tmp_path / "o"), "--checkpoint", str(tmp_path / "c"), "--input", str(events.parent)]
     argv = [command, "--pack", str(pack), *([str(events)] if command == "batch" else out)]
     code, _, err = run_cli(argv, capsys)
