@@ -78,6 +78,12 @@ def check(build_dir: Path = BUILD_DIR, root: Path = ROOT) -> tuple[dict[str, Pat
     flag = os.environ.get(PURE_ENV, "")
     if flag not in ("", "0"):
         return None, f"pure: {PURE_ENV}={flag}"
+    return current(build_dir, root)
+
+
+def current(build_dir: Path = BUILD_DIR, root: Path = ROOT) -> tuple[dict[str, Path] | None, str]:
+    """:func:`check` without ``HCEP_PURE``: the build's files if it was made from the sources now, for this Python,
+    complete and without error (what ``deploy/compile_engine.py`` asks before building again)."""
     try:
         manifest = json.loads((build_dir / MANIFEST).read_text())
     except FileNotFoundError:

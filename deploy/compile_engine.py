@@ -27,25 +27,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from contracts.compiled import BUILD_DIR, MANIFEST, MODULES, PACKAGES, python_tag, source_hashes  # noqa: E402
+from contracts.compiled import (  # noqa: E402
+    BUILD_DIR,
+    MANIFEST,
+    MODULES,
+    PACKAGES,
+    current,
+    python_tag,
+    source_hashes,
+)
 
 
 def say(text: str) -> None:
     print(f"==> {text}", file=sys.stderr, flush=True)
-
-
-def current(build_dir: Path) -> bool:
-    """The build in ``build_dir`` was made from the sources now, for this Python, and did not fail."""
-    try:
-        manifest = json.loads((build_dir / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return False
-    return (
-        not manifest.get("error")
-        and manifest.get("python") == python_tag()
-        and manifest.get("sources") == source_hashes(ROOT)
-        and all((build_dir / rel).is_file() for rel in manifest.get("files", {}).values())
-    )
 
 
 def write_manifest(build_dir: Path, content: dict[str, object]) -> None:
@@ -100,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("HCEP_NO_COMPILE", "") not in ("", "0"):
         say("HCEP_NO_COMPILE is set: the engine's hot path is not compiled (pure Python)")
         return 0
-    if not args.force and current(BUILD_DIR):
+    if not args.force and current(BUILD_DIR)[0] is not None:
         say(f"the compiled hot path is current ({BUILD_DIR})")
         return 0
     say(f"compiling the engine's hot path with mypyc ({len(MODULES)} modules, about a minute)")

@@ -24,10 +24,6 @@ MAX_TICKS = 2**50
 #: Keys of the event JSON object that are not attributes.
 RESERVED_KEYS = frozenset({"type", "ts", "id", "delta", "lo", "hi"})
 
-#: This module runs compiled by mypyc (``deploy/compile_engine.py``, :mod:`contracts.compiled`): its :class:`Event` is
-#: then a native class, which ``object.__new__`` cannot make (the decoder fills a :class:`_Decoded` either way).
-COMPILED = not __file__.endswith(".py")
-
 
 class EventError(ValueError):
     """A JSON object that is not a valid event; the message says which key is wrong."""

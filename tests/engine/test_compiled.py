@@ -48,7 +48,6 @@ def test_the_hot_path_runs_compiled_where_it_can_be_built() -> None:
     for module in (engine.events, engine.onepass, engine.runtime.matcher):
         assert module.__file__ is not None and module.__file__.endswith(importlib.machinery.EXTENSION_SUFFIXES[0])
         assert str(compiled.BUILD_DIR) in module.__file__
-    assert engine.events.COMPILED
 
 
 @pytest.mark.skipif(not PURE, reason="only under HCEP_PURE=1")
@@ -57,8 +56,8 @@ def test_hcep_pure_loads_the_python_source() -> None:
     import engine.runtime.matcher
 
     assert not compiled.active() and compiled.STATUS.startswith("pure: HCEP_PURE")
-    assert engine.runtime.matcher.__file__ is not None and engine.runtime.matcher.__file__.endswith(".py")
-    assert not engine.events.COMPILED
+    for module in (engine.events, engine.runtime.matcher):
+        assert module.__file__ is not None and module.__file__.endswith(".py")
 
 
 def _fake_build(tmp_path: Path, **manifest: object) -> Path:
