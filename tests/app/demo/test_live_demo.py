@@ -475,7 +475,8 @@ def test_alerts_view_shows_the_earliest_showcase_alert(demo: Demo, page: Any, sh
 
 def test_queries_view_shows_the_pack_and_the_live_service(demo: Demo, page: Any, shots: Path) -> None:
     visit(page, demo.url + "queries", "Queries")
-    text = until_text(page, demo, r"Runs alive\s*\n\s*\d", "runs alive from the service's metrics")
+    # Streamlit draws a view top-down: wait for the service's row (Events / s) below the pack's, not just the first.
+    text = until_text(page, demo, r"Runs alive\s*\n\s*\d[\s\S]*Events / s", "runs alive and the service's metrics")
     queries = sum(
         len(yaml.safe_load((ROOT / "queries" / f"{p}.yaml").read_text())["queries"]) for p in ("hadoop", "spark")
     )
