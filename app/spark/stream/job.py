@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.spark.stream.keys import checkpoint_keys, key_column
 from app.spark.stream.plan import StreamPlan, plan_state
 from app.spark.stream.sink import StreamSink
 from app.spark.stream.source import file_lines, kafka_lines, routed_events, write_end_marker
@@ -95,8 +96,15 @@ def start(spark: Any, plan: StreamPlan, sink: StreamSink, opts: StreamOptions) -
         assert opts.bootstrap is not None
         lines = kafka_lines(spark, opts.bootstrap, opts.topics, max_per_trigger=opts.max_per_trigger)
     events = routed_events(spark, lines, opts.checkpoint, plan, opts.max_width)
+    # The state keys that spread the buckets evenly over the operator's tasks (see .keys), fixed by the checkpoint.
+    partitions = opts.partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
+    keys = checkpoint_keys(opts.checkpoint, plan.buckets, partitions)
+    events = events.withColumn("bucket", key_column(events["bucket"], keys))
     matched = events.groupBy("bucket").transformWithStateInPandas(
-        statefulProcessor=BucketProcessor(plan), outputStructType=OUT_SCHEMA, outputMode="Append", timeMode="EventTime"
+        statefulProcessor=BucketProcessor(plan, keys),
+        outputStructType=OUT_SCHEMA,
+        outputMode="Append",
+        timeMode="EventTime",
     )
     writer = (
         matched.writeStream.foreachBatch(sink)

@@ -578,8 +578,10 @@ def _processor_base() -> type:
 class BucketProcessor(_processor_base()):  # type: ignore[misc]
     """The ``StatefulProcessor``: a :class:`Bucket` per call, its state in a ``MapState`` and a ``ValueState``."""
 
-    def __init__(self, plan: StreamPlan) -> None:
+    def __init__(self, plan: StreamPlan, keys: list[int] | None = None) -> None:
         self.plan = plan
+        #: state key -> bucket number (the keys spread the buckets over Spark's partitions: see ``.keys``)
+        self.bucket_of_key = {k: b for b, k in enumerate(keys if keys is not None else range(plan.buckets))}
 
     def init(self, handle: Any) -> None:
         self.handle = handle
@@ -589,7 +591,7 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
     def _bucket(self, key: Any) -> Bucket:
         """The bucket from its meta: parsed again only when this worker's copy (:data:`_METAS`) is not the stored
         version (the meta holds the groups waiting for their first release: parsing it was ~30 ms a call)."""
-        number = int(key[0])
+        number = self.bucket_of_key[int(key[0])]
         got = self.meta.get()
         cached = _METAS.pop((self.plan.token, number), None)  # out while this call changes it
         data, read = None, None
