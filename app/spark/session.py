@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,19 +56,30 @@ def _python_path() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
 
 
-def _project_zip() -> str:
-    """The project's packages as one zip for remote executors (``addPyFile``)."""
-    fd, path = tempfile.mkstemp(prefix="hcep-", suffix=".zip")
-    os.close(fd)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for package in SHIPPED_PACKAGES:
-            base = PROJECT_ROOT / package
-            if not base.is_dir():
-                continue
-            for file in base.rglob("*"):
-                if file.is_file() and "__pycache__" not in file.parts:
-                    zf.write(file, file.relative_to(PROJECT_ROOT))
-    return path
+#: What remote executors unpack the project into (Spark names an archive's directory after its file) and put on
+#: their Python workers' ``PYTHONPATH`` (relative: the workers run in the executor's working directory).
+PROJECT_ARCHIVE = "hcep-project.tgz"
+#: The compiled hot path beside the packages (``contracts.compiled``), shipped with them.
+COMPILED_DIR = ".hcep-compiled"
+
+
+def _project_archive() -> str:
+    """The project's packages for remote executors, with the compiled hot path (``deploy/compile_engine.py``) beside
+    them as in the tree: an executor whose Python and sources match the build's manifest runs it compiled, as the
+    driver does; any other runs the same code pure (``contracts.compiled``).  A zip on ``sys.path`` (``addPyFile``)
+    cannot hold extension modules, so the executors unpack this archive instead (``addArchive``)."""
+    import tarfile
+
+    path = Path(tempfile.mkdtemp(prefix="hcep-")) / PROJECT_ARCHIVE
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        return None if "__pycache__" in Path(info.name).parts else info
+
+    with tarfile.open(path, "w:gz", compresslevel=1) as tar:
+        for part in (*SHIPPED_PACKAGES, COMPILED_DIR):
+            if (PROJECT_ROOT / part).is_dir():
+                tar.add(PROJECT_ROOT / part, arcname=part, filter=keep)
+    return str(path)
 
 
 def build_session(
@@ -119,12 +129,14 @@ def build_session(
         builder = builder.config("spark.driver.host", LOOPBACK).config("spark.driver.bindAddress", LOOPBACK)
     if worker_daemon.enabled(local):  # the workers' imports done once, before the fork (HCEP_SPARK_DAEMON=0: off)
         builder = builder.config("spark.python.daemon.module", worker_daemon.MODULE)
+    if not local:  # the project, unpacked from PROJECT_ARCHIVE (added below), on the executors' Python path
+        builder = builder.config("spark.executorEnv.PYTHONPATH", PROJECT_ARCHIVE)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     if not local:
-        spark.sparkContext.addPyFile(_project_zip())
+        spark.sparkContext.addArchive(_project_archive())
     return spark
 
 

@@ -6,6 +6,7 @@ restart (the worker started again by the idempotent script) finishes the input w
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -132,6 +133,40 @@ def test_available_now_on_the_cluster_equals_match(
     # It ran on the workers: each launched an executor for it.
     for name in ("worker-1", "worker-2"):
         assert list((cluster.run_dir / name).glob("app-*")), f"{name} ran no executor"
+
+
+#: Run by a driver of its own on the cluster: what each executor's Python workers import the engine from, and how.
+PROBE = """
+import json, sys
+from app.spark.session import spark_session
+from app.commands.stream import session_conf
+
+def probe(_):
+    import contracts.compiled, engine.events
+    yield (contracts.compiled.STATUS.split(":")[0], engine.events.__file__)
+
+with spark_session(sys.argv[1], app_name="hcep-probe", conf=session_conf(sys.argv[1])) as spark:
+    print(json.dumps(sorted(set(spark.sparkContext.parallelize(range(4), 4).mapPartitions(probe).collect()))))
+"""
+
+
+def test_the_executors_run_the_drivers_engine(cluster: Cluster) -> None:
+    """The project reaches the executors as an archive they unpack, with the compiled hot path beside it (a zip on
+    the path cannot hold extension modules): where the driver's build is current, the executors run it too."""
+    from contracts.compiled import current
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("HCEP_PURE", None)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, cluster.master], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    files, why = current()
+    mode = "compiled" if files else "pure"
+    assert {m for m, _ in seen} == {mode}, (seen, why)
+    assert all("/hcep-project.tgz/" in path for _, path in seen), seen
+    assert all(path.endswith(".so") == (mode == "compiled") for _, path in seen), seen
 
 
 def test_a_worker_killed_in_mid_stream_loses_and_repeats_nothing(
