@@ -16,8 +16,11 @@ before this file keeps the buckets' own numbers as keys.
 from __future__ import annotations
 
 import json
+from collections import deque
 from pathlib import Path
 from typing import Any
+
+from app.spark.stream.sink import atomic_text
 
 #: Beside the checkpoint: ``{"partitions": P, "keys": [key of bucket 0, ...]}``.
 KEYS_FILE = "hcep-keys.json"
@@ -54,15 +57,20 @@ def spread_keys(buckets: int, partitions: int) -> list[int]:
     """Distinct non-negative int keys, bucket ``b``'s landing in partition ``b % partitions`` (the smallest such)."""
     if buckets < 1 or partitions < 1:
         raise ValueError(f"buckets and partitions must be at least 1 (got {buckets}, {partitions})")
-    free: dict[int, list[int]] = {}
-    need = {p: sum(1 for b in range(buckets) if b % partitions == p) for p in range(min(buckets, partitions))}
+    keys = [0] * buckets
+    waiting: dict[int, deque[int]] = {}  # partition -> its buckets still without a key, in order
+    for b in range(buckets):
+        waiting.setdefault(b % partitions, deque()).append(b)
     k = 0
-    while any(len(free.get(p, [])) < n for p, n in need.items()):
+    while waiting:
         p = partition_of(k, partitions)
-        if p in need and len(free.setdefault(p, [])) < need[p]:
-            free[p].append(k)
+        queue = waiting.get(p)
+        if queue:
+            keys[queue.popleft()] = k
+            if not queue:
+                del waiting[p]
         k += 1
-    return [free[b % partitions][b // partitions] for b in range(buckets)]
+    return keys
 
 
 def checkpoint_keys(checkpoint: str | Path, buckets: int, partitions: int) -> list[int]:
@@ -78,10 +86,7 @@ def checkpoint_keys(checkpoint: str | Path, buckets: int, partitions: int) -> li
     if (root / "spark" / "offsets").is_dir() and any((root / "spark" / "offsets").iterdir()):
         return list(range(buckets))
     keys = spread_keys(buckets, partitions)
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"partitions": partitions, "keys": keys}))
-    tmp.replace(path)
+    atomic_text(path, json.dumps({"partitions": partitions, "keys": keys}))
     return keys
 
 

@@ -66,7 +66,8 @@ class Totals:
     dropped: dict[str, int] = field(default_factory=dict)
 
 
-def _atomic_text(path: Path, text: str) -> None:
+def atomic_text(path: Path, text: str) -> None:
+    """Write ``text`` aside, then rename it in: a reader sees the old file or the whole new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.tmp"
     tmp.write_text(text)
@@ -171,13 +172,13 @@ class StreamSink:
         shutil.rmtree(staging, ignore_errors=True)
         if transitions:
             text = "".join(json.dumps(a.to_json()) + "\n" for a in transitions)
-            _atomic_text(self.out / ALERTS_DIR / f"alerts-{name}.jsonl", text)
+            atomic_text(self.out / ALERTS_DIR / f"alerts-{name}.jsonl", text)
         if dead:
             text = "".join(
                 json.dumps({"reason": d["reason"], "origin": d["origin"], "pos": d["pos"], "text": d["text"]}) + "\n"
                 for d in dead
             )
-            _atomic_text(self.out / DEAD_DIR / f"dead-{name}.jsonl", text)
+            atomic_text(self.out / DEAD_DIR / f"dead-{name}.jsonl", text)
         t = self.totals
         t.records += len(dicts)
         t.alerts += len(transitions)
@@ -203,7 +204,7 @@ class StreamSink:
             "totals": t.__dict__,
             "alerts_state": self.alerts.snapshot(),
         }
-        _atomic_text(self.commits / f"{name}.json", json.dumps(commit, default=str))
+        atomic_text(self.commits / f"{name}.json", json.dumps(commit, default=str))
         self.last_batch = batch_id
         if self.publish is not None and dicts:
             self.publish(dicts)  # after the commit: at-least-once, keyed by record id

@@ -23,8 +23,8 @@ def _active(client: Alertmanager, job: str) -> list[dict]:
 
 
 def test_grouping_merges_the_alerts_of_one_job(client: Alertmanager, receiver: Receiver) -> None:
-    """Two rules firing on one job (and a task of it) make one group, notified once with both alerts; another job
-    is a group of its own."""
+    """Two rules firing on one job (and a task of it) make one group, whose notification carries both alerts;
+    another job is a group of its own."""
     job, other = job_id(), job_id()
     alerts = [
         make_alert(job, "SkewedMappers"),
