@@ -68,9 +68,13 @@ def _project_archive() -> str:
     them as in the tree: an executor whose Python and sources match the build's manifest runs it compiled, as the
     driver does; any other runs the same code pure (``contracts.compiled``).  A zip on ``sys.path`` (``addPyFile``)
     cannot hold extension modules, so the executors unpack this archive instead (``addArchive``)."""
+    import atexit
+    import shutil
     import tarfile
 
-    path = Path(tempfile.mkdtemp(prefix="hcep-")) / PROJECT_ARCHIVE
+    workdir = tempfile.mkdtemp(prefix="hcep-")
+    atexit.register(shutil.rmtree, workdir, True)  # the driver serves it to executors until the process ends
+    path = Path(workdir) / PROJECT_ARCHIVE
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         return None if "__pycache__" in Path(info.name).parts else info
@@ -95,7 +99,7 @@ def build_session(
     """Get or create the process's SparkSession.
 
     Local masters bind the driver to 127.0.0.1 and keep the UI off unless ``ui``; a remote master (``spark://``,
-    ``yarn``, ``k8s://``) gets the project's packages shipped as a zip, and the driver host is left to Spark (remote
+    ``yarn``, ``k8s://``) gets the project's packages shipped as an archive (``PROJECT_ARCHIVE``), and the driver host is left to Spark (remote
     executors cannot connect back to a loopback address).  When a session already exists it is returned as is.
     """
     from pyspark.sql import SparkSession
