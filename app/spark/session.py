@@ -100,7 +100,8 @@ def build_session(
 
     Local masters bind the driver to 127.0.0.1 and keep the UI off unless ``ui``; a remote master (``spark://``,
     ``yarn``, ``k8s://``) gets the project's packages shipped as an archive (``PROJECT_ARCHIVE``), and the driver
-    host is left to Spark (remote executors cannot connect back to a loopback address).  When a session already exists it is returned as is.
+    host is left to Spark (remote executors cannot connect back to a loopback address).  When a session already
+    exists it is returned as is.
     """
     from pyspark.sql import SparkSession
 
