@@ -21,12 +21,10 @@ is most of the operator's work saved.  An event that breaks the declaration is d
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import math
 import zlib
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,9 +33,6 @@ from app.spark.batch_plan import ANY_TYPE, UNBOUNDED, InputStats, Margins, Query
 #: Group key of a family's keyless group (matches made of keyless events only) and of an unpartitioned family.
 KEYLESS_GROUP = ""
 WHOLE_GROUP = "*"
-#: Where a keyless type can lie in a pattern: the keyed components before it (type, window ticks, WHERE bound
-#: seconds) and after it (type, window ticks).  See :func:`keyless_places`.
-Place = tuple[tuple[tuple[str, int, float], ...], tuple[tuple[str, int], ...]]
 #: Seconds a watermark waits on top of the widest half-interval (``hcep run``'s allowed lateness default).
 ALLOWED_LATENESS = 2.0
 
@@ -58,11 +53,6 @@ class FamilyPlan:
     #: keyless type -> the keyed types that must all precede it, one set per place it can take in a match (see
     #: :func:`keyless_needs`); a type not here reaches a group wherever its margin says.
     needs: dict[str, tuple[frozenset[str], ...]] = field(default_factory=dict)
-    #: keyless type -> per place it takes in a pattern: the keyed components before it, each with how far behind it
-    #: it can lie (type, the query's window in ticks, the least ``t.ts - c.ts < K`` of its WHERE in seconds; INF_TICK
-    #: / inf: none), and the keyed components after it (type, window) (see :func:`keyless_places`).  A type not here
-    #: is narrowed by ``needs`` alone, or not at all.
-    places: dict[str, tuple[Place, ...]] = field(default_factory=dict)
 
     def margin(self, etype: str) -> tuple[int, int] | None:
         """(left, right) ticks a keyless event of ``etype`` can lie from a group's own events; None: never needed."""
@@ -74,55 +64,14 @@ class FamilyPlan:
             m = (max(m[0], anyt[0]), max(m[1], anyt[1]))
         return m
 
-    def useful(
-        self,
-        etype: str,
-        thi: int,
-        first: dict[str, int] | None,
-        tlo: int | None = None,
-        ts: float | None = None,
-        last: dict[str, list[float]] | None = None,
-        final: bool = False,
-    ) -> bool:
-        """Can a keyless ``etype`` event (ticks ``tlo..thi``, reported time ``ts``) still be part of a match with a
-        group whose own events of each type began at ``first`` (type -> earliest tlo) and ended at ``last`` (type ->
-        [latest thi, latest reported ts])?  Only when, for one of the places it can take, every keyed component
-        before it can lie before it, within the query's window and its WHERE's ``t.ts - c.ts < K``; and, when the
-        group is ``final`` (it expires: no own event can follow), every keyed component after it can lie after it,
-        within the window.  None for ``first`` / ``last`` / ``tlo`` / ``ts``: not known (state from before they were
-        kept): no narrowing by it."""
-        if first is None:
+    def useful(self, etype: str, thi: int, first: dict[str, int] | None) -> bool:
+        """Can a keyless ``etype`` event ending at ``thi`` still be part of a match with a group whose own events of
+        each type began at ``first`` (type -> earliest tlo; None: not known)?  Only when, for one of the places it
+        can take, every keyed component before it can lie before it."""
+        places = self.needs.get(etype)
+        if places is None or first is None:
             return True
-        places = None if last is None or tlo is None else self.places.get(etype)
-        if places is None or last is None or tlo is None:
-            needs = self.needs.get(etype)
-            return needs is None or any(all(first.get(t, INF_TICK) <= thi for t in types) for types in needs)
-        for before, after in places:
-            for ctype, window, seconds in before:
-                begun = first.get(ctype)
-                if begun is None or begun > thi:
-                    break
-                got = last.get(ctype)
-                if got is not None and (tlo - got[0] > window or (ts is not None and ts - got[1] > seconds)):
-                    break
-            else:
-                if not final:
-                    return True  # a component after it may still come
-                for ctype, window in after:
-                    begun = first.get(ctype)
-                    got = last.get(ctype)
-                    if begun is None or got is None or got[0] < tlo or begun - thi > window:
-                        break
-                else:
-                    return True
-        return False
-
-    @functools.cached_property
-    def timed(self) -> frozenset[str]:
-        """The keyless types a ``t.ts - c.ts < K`` bound narrows (their log entries carry the reported time)."""
-        return frozenset(
-            t for t, places in self.places.items() if any(b[2] != math.inf for before, _ in places for b in before)
-        )
+        return any(all(first.get(t, INF_TICK) <= thi for t in types) for types in places)
 
     def wants(self, etype: str) -> bool:
         return self.types is None or etype in self.types
@@ -259,79 +208,6 @@ def keyless_needs(
     return {t: tuple(sorted(set(places), key=sorted)) for t, places in out.items() if t not in barred}
 
 
-def _ts_gap_bound(expr: Any, later: str, earlier: str) -> float | None:
-    """``K`` when ``expr`` says ``later.ts - earlier.ts < K`` (or ``<=``, or the same written the other way round),
-    else None."""
-    from engine.language import ast
-
-    if not isinstance(expr, ast.Compare):
-        return None
-    op, left, right = expr.op, expr.left, expr.right
-    if op in (">", ">="):
-        op, left, right = ("<" if op == ">" else "<="), right, left
-    if op not in ("<", "<=") or not isinstance(right, ast.Number) or not isinstance(left, ast.BinOp):
-        return None
-    if left.op != "-":
-        return None
-    a, b = left.left, left.right
-
-    def ts_of(node: Any, var: str) -> bool:
-        return isinstance(node, ast.AttrRef) and node.var == var and node.index is None and node.attr == "ts"
-
-    return float(right.value) if ts_of(a, later) and ts_of(b, earlier) else None
-
-
-def _conjuncts(exprs: Iterable[Any]) -> Iterator[Any]:
-    from engine.language import ast
-
-    for e in exprs:
-        if isinstance(e, ast.And):
-            yield from _conjuncts(e.items)
-        else:
-            yield e
-
-
-def keyless_places(compiled: list[Any], queries: list[int], keyless: frozenset[str]) -> dict[str, tuple[Place, ...]]:
-    """For each keyless type of a family's skip_till_any_match queries: per place it takes in a pattern, the keyed
-    components before it -- with how far behind it each can lie: the query's window (ticks) and the least
-    ``t.ts - c.ts < K`` of its WHERE (seconds) -- and the keyed components after it (with the window).
-
-    Why: a keyless event reaches a group by the family's margins, the widest of its queries, and a group expiring
-    ten minutes after its reducer ended took every Balance, LoadStd and Imbalance of those ten minutes (Q5's window:
-    a Balance after the end closes a match), most of the operator's feeds at issue 28's rates; yet Q5's closing
-    Balance must lie within 10 minutes of the reducer's start, Q6's LoadStd before its end, HungFetch's within
-    2 minutes of the fetch.  Types a query negates or reads under another strategy, and types with a place no keyed
-    component bounds, are left out: they reach a group by its margins."""
-    out: dict[str, list[Place]] = {}
-    barred: set[str] = set()
-    for q in queries:
-        cq = compiled[q]
-        types = {c.type for c in cq.components} | {n.type for n in cq.negations}
-        if ANY_TYPE in types:
-            return {}
-        barred |= {n.type for n in cq.negations}
-        if cq.strategy != "skip_till_any_match":
-            barred |= types
-            continue
-        window = INF_TICK if cq.window is None else int(cq.window)
-        where = list(_conjuncts(cq.ast.where))
-        for i, comp in enumerate(cq.components):
-            if comp.type not in keyless:
-                continue
-            before = []
-            for c in cq.components[:i]:
-                if c.type in keyless:  # the group's keyless evidence (no WHERE bound: see state._fold)
-                    before.append((c.type, window, math.inf))
-                    continue
-                gaps = [] if comp.kleene or c.kleene else [_ts_gap_bound(e, comp.var, c.var) for e in where]
-                before.append((c.type, window, min((g for g in gaps if g is not None), default=math.inf)))
-            after = [(c.type, window) for c in cq.components[i + 1 :] if c.type not in keyless]
-            if not any(c.type not in keyless for c in cq.components):
-                barred.add(comp.type)
-            out.setdefault(comp.type, []).append((tuple(before), tuple(after)))
-    return {t: tuple(places) for t, places in out.items() if t not in barred}
-
-
 def build_plan(
     plans: list[QueryPlan],
     *,
@@ -371,7 +247,6 @@ def build_plan(
                 margins=dict(fam.margins),
                 reach=reach,
                 needs={} if keyless_types is None else keyless_needs(compiled, fam.queries, frozenset(keyless_types)),
-                places={} if keyless_types is None else keyless_places(compiled, fam.queries, frozenset(keyless_types)),
             )
         )
     plan = StreamPlan(

@@ -108,25 +108,6 @@ def clock_row(wm_ms: int, fed: int, groups: int, busy_ms: float = 0.0, state_ms:
 # ------------------------------------------------------------------------------------------------ one group
 
 
-def _ts(entry: list[Any]) -> float | None:
-    """A keyless log entry's reported time (kept for the types a WHERE bound narrows: ``FamilyPlan.timed``)."""
-    return entry[6] if len(entry) > 6 else None
-
-
-def _fold(first: dict[str, int], last: dict[str, list[float]], entries: Iterable[list[Any]]) -> None:
-    """Keyless log entries into a group's evidence: per type, the earliest tlo and the latest thi (their reported
-    time is never compared: no WHERE bound names a keyless component before another)."""
-    for e in entries:
-        etype, tlo, thi = e[4], e[2], e[3]
-        if tlo < first.get(etype, INF):
-            first[etype] = tlo
-        got = last.get(etype)
-        if got is None:
-            last[etype] = [thi, 0.0]
-        elif thi > got[0]:
-            got[0] = thi
-
-
 class StreamGroup:
     """One group's queries (a :class:`engine.evaluate.PackRunner`, the driver of ``hcep match`` and ``hcep run``,
     under the pack's memory bounds), the ids of its own (keyed) events for the home rule, and its own events the
@@ -144,10 +125,6 @@ class StreamGroup:
         self.pending: list[list[Any]] = []  # [mid2, seq, tlo, thi, json, type] not yet released
         # type -> the earliest tlo of the group's own events of that type (FamilyPlan.useful); None: not known
         self.first: dict[str, int] | None = {}
-        # type -> [the latest thi, the latest reported ts] of the group's own events of that type (FamilyPlan.useful's
-        # bounds); None: not known (a snapshot written before it was kept)
-        self.last: dict[str, list[float]] | None = {}
-        self.tent: list[list[Any]] = []  # keyless evidence on trial: [0, 0, tlo, thi, type] (see _useful)
         self.started = False  # fed at least once (the keyless left margin was merged in)
         self.lo: float = INF
         self.hi: float = NEG_INF
@@ -158,9 +135,6 @@ class StreamGroup:
             self.pending = [list(p) for p in state["pend"]]
             first = state.get("first")  # a snapshot written before it was kept: every keyless event is useful
             self.first = None if first is None or any(len(p) < 6 for p in self.pending) else dict(first)
-            last = state.get("last")
-            self.last = None if last is None or self.first is None else {t: list(v) for t, v in last.items()}
-            self.tent = [list(t) for t in state.get("tent") or ()]
             self.started = bool(state["started"])
             self.lo = INF if state["lo"] is None else state["lo"]
             self.hi = NEG_INF if state["hi"] is None else state["hi"]
@@ -210,8 +184,6 @@ class StreamGroup:
             "idx": self.idx,
             "fed": None if self.fed_to == NEG_INF else self.fed_to,
             "first": self.first,
-            "last": self.last,
-            "tent": self.tent,
             "chains": self.chains,
             "snap": self.runner.snapshot() if self.started else None,
         }
@@ -250,25 +222,16 @@ class StreamGroup:
         own_now = sorted((p for p in self.pending if p[0] < w2), key=lambda p: (p[0], p[1]))
         if not self.started and not own_now and self.gkey not in (KEYLESS_GROUP, WHOLE_GROUP):
             return 0
-        own_evs: dict[int, Any] = {}
         if own_now:
             self.pending = [p for p in self.pending if p[0] >= w2]
-            own_evs = {p[1]: decode(loads(p[4]), p[1]) for p in own_now}
-            first, last = self.first, self.last
+            first = self.first
             if first is not None:
                 for p in own_now:
                     if len(p) < 6:
-                        self.first = first = self.last = last = None
+                        self.first = first = None
                         break
                     if p[2] < first.get(p[5], INF):
                         first[p[5]] = p[2]
-                    if last is not None:
-                        got = last.get(p[5])
-                        ts = own_evs[p[1]].ts
-                        if got is None:
-                            last[p[5]] = [p[3], ts]
-                        else:
-                            got[0], got[1] = max(got[0], p[3]), max(got[1], ts)
         keyed_group = self.gkey not in (KEYLESS_GROUP, WHOLE_GROUP)
         shared: list[list[Any]] = []
         if self.fam.attr is not None and log:
@@ -284,7 +247,12 @@ class StreamGroup:
                     if m is not None and e[3] >= first - m[0]:
                         shared.append(e)
             if keyed_group:
-                shared = self._useful(shared, w, final)
+                margin, useful, first = self.fam.margin, self.fam.useful, self.first
+                # An own event still to come can lie before a keyless event up to umax ticks behind w.
+                soon = w - self.plan.umax
+                shared = [e for e in shared if margin(e[4]) is not None and (e[3] >= soon or useful(e[4], e[3], first))]
+                if final:
+                    shared = [e for e in shared if e[2] <= self.hi + margin(e[4])[1]]  # type: ignore[index]
         self.started = True
         self.fed_to = w
         merged = sorted(
@@ -295,7 +263,7 @@ class StreamGroup:
         cache = {} if shared_events is None else shared_events
         for mid2, seq, tlo, thi, text, own in merged:
             if own:
-                ev = own_evs[seq]
+                ev = decode(loads(text), seq)
             else:  # a keyless event goes to many groups: decoded once per call (events are never changed)
                 ev = cache.get(seq)
                 if ev is None:
@@ -313,46 +281,6 @@ class StreamGroup:
             floor = w - 4 * self.fam.reach - 2 * self.plan.umax
             self.own = {i: t for i, t in self.own.items() if t >= floor}
         return len(merged)
-
-    def _useful(self, shared: list[list[Any]], w: float, final: bool) -> list[list[Any]]:
-        """The keyless events of ``shared`` a match of this keyed group can hold (:meth:`.plan.FamilyPlan.margin`,
-        :meth:`.plan.FamilyPlan.useful`); those a future own event can still precede (up to umax ticks behind
-        ``w``: *soon*) always.
-
-        A place can need keyless components before it (Q5's closing Balance needs an Imbalance during the
-        reducer): the evidence is the keyless events this group was fed that a match can hold, and this release's.
-        All of this release's count at first, then only those kept, so each pass keeps every event a match can hold.
-        A soon event kept only for what may still come is evidence on trial (:attr:`tent`): judged again once no own
-        event can precede it any more, and dropped if a match cannot hold it then."""
-        fam, first, last = self.fam, self.first, self.last
-        margin, useful = fam.margin, fam.useful
-        soon = w - self.plan.umax
-        kept = [e for e in shared if margin(e[4]) is not None]
-        if final:
-            kept = [e for e in kept if e[2] <= self.hi + margin(e[4])[1]]  # type: ignore[index]
-        ended = final or w == INF  # no own event can follow: expiring, or at the end of the input
-        if first is None or last is None or not fam.places:
-            return [e for e in kept if e[3] >= soon or useful(e[4], e[3], first, e[2], _ts(e), last, ended)]
-        items = [*kept, *self.tent]
-        trial = len(kept)  # items[trial:] are the evidence on trial (already fed)
-
-        def holding(events: list[list[Any]]) -> list[bool]:
-            f, lst = dict(first), {t: list(v) for t, v in last.items()}
-            _fold(f, lst, events)
-            return [useful(e[4], e[3], f, e[2], _ts(e), lst, ended) for e in events]
-
-        for _ in range(2):
-            holds = holding(items)
-            keep = [ok or e[3] >= soon for e, ok in zip(items, holds, strict=True)]
-            if all(keep):
-                break
-            trial = sum(keep[:trial])
-            items = [e for e, k in zip(items, keep, strict=True) if k]
-        else:
-            holds = holding(items)
-        _fold(first, last, (e for e, ok in zip(items, holds, strict=True) if ok))
-        self.tent = [[0, 0, e[2], e[3], e[4]] for e, ok in zip(items, holds, strict=True) if not ok and e[3] >= soon]
-        return items[:trial]
 
     def flush(self, out: list[tuple]) -> None:
         if self._runner is None and not self.started:
@@ -453,8 +381,6 @@ class Bucket:
     def handle(self, rows: Iterable[tuple], wm_ms: int) -> list[tuple]:
         """One call: buffer the new rows (late ones dead-lettered), release up to the watermark, expire quiet groups;
         at an end marker, release and flush everything.  ``rows`` as :data:`IN_SCHEMA` without ``bucket``."""
-        from engine.events import loads_exact
-
         started = time.perf_counter()
         w = wm_ms / (1000.0 * self.plan.tick) if wm_ms > 0 else NEG_INF
         w2 = 2 * w
@@ -474,10 +400,7 @@ class Bucket:
                     out.append(dead_row("late", origin, pos, text))
                 continue
             if kind == KEYLESS:
-                entry = [mid2, seq, tlo, thi, etype, text]
-                if etype in self.fams[fid].timed:  # its reported time, for the WHERE's bounds (FamilyPlan.useful)
-                    entry.append(loads_exact(text.encode("utf-8", "surrogatepass"))["ts"])
-                self.log.setdefault(fid, []).append(entry)
+                self.log.setdefault(fid, []).append([mid2, seq, tlo, thi, etype, text])
                 new_keyless.add(fid)
             else:
                 g = self.group(fid, gkey)
