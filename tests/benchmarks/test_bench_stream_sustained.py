@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks.bench_stream_sustained import Trace, TreeCPU, _file_batches
 
 
@@ -50,3 +52,16 @@ def test_tree_cpu_counts_a_child() -> None:
     cpu = TreeCPU([parent.pid]).start()
     parent.wait(60)
     assert cpu.stop() >= 0.4
+
+
+def test_the_operator_benchmark_prints_its_minutes(capsys: pytest.CaptureFixture[str]) -> None:
+    """``bench_stream_operator`` (the operator without Spark, minute by minute): two minutes of a small trace, a row
+    per minute, every event routed and fed (figures are never asserted)."""
+    from benchmarks.bench_stream_operator import main
+
+    assert main(["--rate", "60", "--seconds", "120", "--trigger", "10", "--buckets", "2"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
+    assert len(rows) == 2
+    for row in rows:
+        cells = [c.strip().replace(",", "") for c in row.strip("|").split("|")]
+        assert int(cells[1]) > 0 and int(cells[2]) >= int(cells[1]) // 2 and int(cells[6]) > 0

@@ -38,7 +38,9 @@ _POS_BITS = 52
 
 
 def seq_of(origin: str, pos: int) -> int:
-    """Ten bits of the origin's hash, then the position: unique in practice, stable across runs, a Spark long."""
+    """Ten bits of the origin's hash, then the position: stable across runs, a Spark long, and the order of a file's
+    lines -- but not unique: two files whose hashes agree in those bits share a seq at each line (a stream of one file
+    a second has hundreds of such pairs after ten minutes).  Nothing may take a seq for an event's identity alone."""
     return ((zlib.crc32(origin.encode()) & 0x3FF) << _POS_BITS) | (pos & ((1 << _POS_BITS) - 1))
 
 

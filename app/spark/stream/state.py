@@ -204,7 +204,7 @@ class StreamGroup:
         decode: Any,
         out: list[tuple],
         final: bool = False,
-        shared_events: dict[int, Any] | None = None,
+        shared_events: dict[tuple[int, str], Any] | None = None,
     ) -> int:
         """Feed, in order, the own events before ``w`` and the keyless events of ``log`` this group needs: once
         started, those it has not considered yet (``[fed_to, w)``); on the first release, those before ``w`` within
@@ -265,9 +265,10 @@ class StreamGroup:
             if own:
                 ev = decode(loads(text), seq)
             else:  # a keyless event goes to many groups: decoded once per call (events are never changed)
-                ev = cache.get(seq)
+                # by line, not by seq alone: two files' lines can share a seq (source.seq_of)
+                ev = cache.get((seq, text))
                 if ev is None:
-                    ev = cache[seq] = decode(loads(text), seq)
+                    ev = cache[(seq, text)] = decode(loads(text), seq)
             if own:
                 self.own[ev.id] = thi
                 self.lo = min(self.lo, tlo)
@@ -341,7 +342,8 @@ class Bucket:
         self.fams = {f.fid: f for f in plan.families}
         self.live: dict[str, StreamGroup] = {}
         self.touched: set[str] = set()
-        self.shared_events: dict[int, Any] = {}  # seq -> the keyless event, decoded once in this call
+        # (seq, line) -> the keyless event, decoded once in this call
+        self.shared_events: dict[tuple[int, str], Any] = {}
         self.state_s = 0.0  # seconds in restores, snapshots and state store calls (reported in the clock row)
         self.drops: dict[str, int] = {}  # per query: dropped by the memory bounds in this call (drops rows)
         self.meta_read: tuple[bytes, bytes] | None = None  # (version, JSON) of the meta read (BucketProcessor)

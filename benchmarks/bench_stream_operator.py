@@ -1,0 +1,137 @@
+"""``hcep stream``'s stateful operator without Spark, minute by minute of event time: what grows as a stream runs.
+
+    python -m benchmarks.bench_stream_operator                        # 250 ev/s for 25 minutes of event time
+    python -m benchmarks.bench_stream_operator --rate 500 --seconds 600 --profile-from 480
+
+The events are :class:`benchmarks.bench_stream_sustained.Trace`'s (the sustained benchmark's jobs as concurrent
+copies, its Ganglia rounds once), cut into micro-batches of ``--trigger`` seconds of event time, routed as the
+stream routes them (``app.spark.stream.source.route``, the Ganglia types declared keyless as the benchmark's
+``hcep stream`` does) and handed to the buckets (``app.spark.stream.state.Bucket``) under Spark's watermark rule,
+with an in-memory state store: the operator's own Python, without the JVM, Arrow and the state store's round trips.
+Each bucket's meta is read and written every batch as a Python worker that did not write it would (a worker that
+did keeps it parsed), and the worker's objects are frozen out of the collector after every batch, as
+``BucketProcessor`` does.
+
+Per minute of event time: events, feeds (events handed to a group's evaluators: own and keyless), feeds per event,
+the operator's CPU seconds, the buckets' meta (KB, compressed), groups alive.  A rate and a length the sustained
+benchmark cannot afford in wall time (its event time is the wall clock) run here in minutes: the state that a
+10-minute Spark run has only begun to build is built here in full.  ``--profile-from S``: cProfile from event second
+S to the end, the top functions printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import math
+import pstats
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PACK = ROOT / "queries" / "hadoop.yaml"
+KEYLESS = frozenset({"Metric", "LoadStd", "Balance", "Imbalance"})
+
+
+class _Store(dict):
+    """The group blobs of one bucket (a Spark ``MapState`` in the stream)."""
+
+    def get(self, key: str) -> Any:  # type: ignore[override]
+        return super().get(key)
+
+    def put(self, key: str, blob: bytes) -> None:
+        self[key] = blob
+
+    def remove(self, key: str) -> None:
+        self.pop(key, None)
+
+
+def _plan(pack: Path, buckets: int) -> Any:
+    from app.commands.batch import load_plans
+    from app.spark.stream.plan import build_plan
+
+    loader = argparse.Namespace(pack=str(pack), query=None, tick=None, strategy=None, output=None, confidence=None)
+    return build_plan(load_plans(loader), max_delta=7.5, buckets=buckets, keyless_types=KEYLESS)
+
+
+def run(rate: float, seconds: int, trigger: int, buckets: int, pack: Path, profile_from: int | None) -> int:
+    from app.spark.stream.source import route
+    from app.spark.stream.state import Bucket, compiled_for, pack_blob, unpack_blob
+    from benchmarks.bench_stream_sustained import Trace
+
+    trace = Trace(rate, seconds)
+    plan = _plan(pack, buckets)
+    compiled = compiled_for(plan)
+    metas: dict[int, bytes] = {}
+    stores = {b: _Store() for b in range(plan.buckets)}
+    max_wt = -math.inf
+    profiler: cProfile.Profile | None = None
+    print(f"# {trace.copies} copies of the workload's jobs, {plan.buckets} buckets, batches of {trigger} s")
+    print("| event minute | events | feeds | feeds/event | operator cpu s | meta KB | groups |")
+    print("|---|---|---|---|---|---|---|")
+    minute = {"events": 0, "feeds": 0, "cpu": 0.0}
+    for s0 in range(0, seconds, trigger):
+        if profile_from is not None and profiler is None and s0 >= profile_from:
+            profiler = cProfile.Profile()
+            profiler.enable()
+        lines = [line for s in range(s0, min(s0 + trigger, seconds)) for line in trace.second(s)]
+        wm_ms = 0 if max_wt == -math.inf else int((max_wt - plan.bound) * 1000)
+        by_bucket: dict[int, list[tuple]] = {}
+        for i, text in enumerate(lines):
+            for row in route(plan, f"second-{s0}", i, text, f"second-{s0}:{i}", 2**62):
+                by_bucket.setdefault(row[0], []).append(row[1:-1])
+                if row[3] not in ("marker", "bad"):
+                    max_wt = max(max_wt, row[-1])
+        t0 = time.process_time()
+        feeds = groups = meta_bytes = 0
+        for b in range(plan.buckets):
+            rows = by_bucket.get(b, [])
+            if not rows and b not in metas:
+                continue
+            bucket = Bucket(plan, compiled, unpack_blob(metas[b]) if b in metas else None, stores[b], b)
+            out = bucket.handle(rows, wm_ms)
+            metas[b] = pack_blob(bucket.meta())
+            meta_bytes += len(metas[b])
+            for r in out:
+                if r[0] == "clock":
+                    feeds += r[-6]
+                    groups += r[-5]
+        gc.freeze()  # as BucketProcessor._finish: the worker's objects out of the collector's walks
+        minute["cpu"] += time.process_time() - t0
+        minute["events"] += len(lines)
+        minute["feeds"] += feeds
+        if (s0 + trigger) % 60 == 0 or s0 + trigger >= seconds:
+            n = max(minute["events"], 1)
+            print(
+                f"| {math.ceil((s0 + trigger) / 60)} | {minute['events']:,} | {minute['feeds']:,} | "
+                f"{minute['feeds'] / n:.2f} | {minute['cpu']:.1f} | {meta_bytes // 1024:,} | {groups:,} |",
+                flush=True,
+            )
+            minute = {"events": 0, "feeds": 0, "cpu": 0.0}
+    if profiler is not None:
+        profiler.disable()
+        stats = pstats.Stats(profiler, stream=sys.stdout)
+        stats.sort_stats("tottime").print_stats(20)
+        stats.sort_stats("cumulative").print_stats(20)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=float, default=250.0, help="events/s (250)")
+    parser.add_argument("--seconds", type=int, default=1500, help="seconds of event time (1500)")
+    parser.add_argument("--trigger", type=int, default=10, help="seconds of event time per micro-batch (10)")
+    parser.add_argument("--buckets", type=int, default=4, help="buckets (4: hcep stream's on local[2])")
+    parser.add_argument("--pack", type=Path, default=PACK, help="the query pack (queries/hadoop.yaml)")
+    parser.add_argument("--profile-from", type=int, default=None, help="profile from this event second on")
+    args = parser.parse_args(argv)
+    if args.rate <= 0 or args.seconds <= 0 or args.trigger <= 0 or args.buckets <= 0:
+        parser.error("--rate, --seconds, --trigger and --buckets must be positive")
+    return run(args.rate, args.seconds, args.trigger, args.buckets, args.pack, args.profile_from)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
