@@ -447,8 +447,15 @@ def test_alerts_view_shows_the_earliest_showcase_alert(demo: Demo, page: Any, sh
         return found.group(0) if found else None
 
     found = poll(shown, demo.remaining(), f"the {first['rule']} alert of {first['entity']} on the Alerts view")
-    text = main_text(page)
-    assert f"Alertmanager {demo.info['alertmanager']}:" in text and "did not answer" not in text, text
+    header = f"Alertmanager {demo.info['alertmanager']}:"
+
+    def with_header() -> str | None:
+        """The page once Streamlit has drawn Alertmanager's line too (a rerun can draw the alerts first)."""
+        text = main_text(page)
+        return text if header in text else None
+
+    text = poll(with_header, 60, "Alertmanager's line on the Alerts view")
+    assert "did not answer" not in text, text
     if "since" in found:  # still open: Alertmanager's state is shown beside it
         assert "Alertmanager: active" in found, found
     print(f"\n[alerts] the earliest showcase alert: {found.splitlines()[0]!r}")
