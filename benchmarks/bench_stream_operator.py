@@ -36,19 +36,6 @@ PACK = ROOT / "queries" / "hadoop.yaml"
 KEYLESS = frozenset({"Metric", "LoadStd", "Balance", "Imbalance"})
 
 
-class _Store(dict):
-    """The group blobs of one bucket (a Spark ``MapState`` in the stream)."""
-
-    def get(self, key: str) -> Any:  # type: ignore[override]
-        return super().get(key)
-
-    def put(self, key: str, blob: bytes) -> None:
-        self[key] = blob
-
-    def remove(self, key: str) -> None:
-        self.pop(key, None)
-
-
 def _plan(pack: Path, buckets: int) -> Any:
     from app.commands.batch import load_plans
     from app.spark.stream.plan import build_plan
@@ -59,14 +46,14 @@ def _plan(pack: Path, buckets: int) -> Any:
 
 def run(rate: float, seconds: int, trigger: int, buckets: int, pack: Path, profile_from: int | None) -> int:
     from app.spark.stream.source import route
-    from app.spark.stream.state import Bucket, compiled_for, pack_blob, unpack_blob
+    from app.spark.stream.state import Bucket, MemoryStore, compiled_for, pack_blob, unpack_blob
     from benchmarks.bench_stream_sustained import Trace
 
     trace = Trace(rate, seconds)
     plan = _plan(pack, buckets)
     compiled = compiled_for(plan)
     metas: dict[int, bytes] = {}
-    stores = {b: _Store() for b in range(plan.buckets)}
+    stores = {b: MemoryStore() for b in range(plan.buckets)}
     max_wt = -math.inf
     profiler: cProfile.Profile | None = None
     print(f"# {trace.copies} copies of the workload's jobs, {plan.buckets} buckets, batches of {trigger} s")

@@ -524,6 +524,19 @@ class Bucket:
 # ------------------------------------------------------------------------------------------------ Spark adapter
 
 
+class MemoryStore(dict):
+    """:class:`Bucket`'s group store in memory (the operator without Spark: tests, ``bench_stream_operator``)."""
+
+    def get(self, key: str) -> Any:  # type: ignore[override]
+        return super().get(key)
+
+    def put(self, key: str, blob: bytes) -> None:
+        self[key] = blob
+
+    def remove(self, key: str) -> None:
+        self.pop(key, None)
+
+
 class _MapStore:
     """:class:`Bucket`'s group store over a Spark ``MapState`` (key string -> blob binary)."""
 

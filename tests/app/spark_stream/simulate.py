@@ -12,18 +12,10 @@ from app.spark.record_columns import record_of_row
 from app.spark.stream.plan import StreamPlan
 from app.spark.stream.sink import ORDER
 from app.spark.stream.source import END_KEY, route
-from app.spark.stream.state import OUT_COLUMNS, Bucket, compiled_for, pack_blob, unpack_blob
+from app.spark.stream.state import OUT_COLUMNS, Bucket, MemoryStore, compiled_for, pack_blob, unpack_blob
 
-
-class DictStore(dict):
-    def get(self, key: str) -> Any:  # type: ignore[override]
-        return super().get(key)
-
-    def put(self, key: str, blob: bytes) -> None:
-        self[key] = blob
-
-    def remove(self, key: str) -> None:
-        self.pop(key, None)
+#: The in-memory group store (tests import it from here).
+DictStore = MemoryStore
 
 
 def run_batches(
