@@ -32,33 +32,48 @@ if TYPE_CHECKING:
 KIND = "nfa"
 
 
-def snapshot(m: Matcher, codec: EventCodec | None = None) -> dict[str, Any]:
-    own = codec is None
-    events = EventCodec(m.cq.tick) if codec is None else codec
-    cells: list[list[int]] = []
-    cell_row: dict[int, int] = {}
+class _CellTable:
+    """The Kleene cells a snapshot writes, each once, after the cells before it (a chain shared by runs is written
+    once).  A class, not closures: mypyc makes nested functions that call each other a reference cycle (their
+    environment holds them), so each snapshot's tables stayed garbage until a full collection."""
 
-    def cell(c: KleeneCell, k: int) -> int:
-        row = cell_row.get(id(c))
+    __slots__ = ("events", "rows", "row_of")
+
+    def __init__(self, events: EventCodec) -> None:
+        self.events = events
+        self.rows: list[list[int]] = []
+        self.row_of: dict[int, int] = {}  # id(cell) -> row
+
+    def cell(self, c: KleeneCell, k: int) -> int:
+        row = self.row_of.get(id(c))
         if row is not None:
             return row
+        row_of, rows = self.row_of, self.rows
         chain = []
         x: KleeneCell | None = c
-        while x is not None and id(x) not in cell_row:
+        while x is not None and id(x) not in row_of:
             chain.append(x)
             x = x.prev
         for y in reversed(chain):
-            prev = -1 if y.prev is None else cell_row[id(y.prev)]
-            cell_row[id(y)] = len(cells)
-            cells.append([events.ref(y.event), prev, k])
-        return cell_row[id(c)]
+            prev = -1 if y.prev is None else row_of[id(y.prev)]
+            row_of[id(y)] = len(rows)
+            rows.append([self.events.ref(y.event), prev, k])
+        return row_of[id(c)]
 
-    def bound(b: Any, k: int) -> int | None:
+    def bound(self, b: Any, k: int) -> int | None:
         if b is None:
             return None
         if isinstance(b, KleeneCell):
-            return -1 - cell(b, k)
-        return events.ref(b)
+            return -1 - self.cell(b, k)
+        return self.events.ref(b)
+
+
+def snapshot(m: Matcher, codec: EventCodec | None = None) -> dict[str, Any]:
+    own = codec is None
+    events = EventCodec(m.cq.tick) if codec is None else codec
+    table = _CellTable(events)
+    cells = table.rows
+    bound = table.bound
 
     pools = []
     for runs in m.pools.values():
