@@ -9,8 +9,8 @@ stream routes them (``app.spark.stream.source.route``, the Ganglia types declare
 ``hcep stream`` does) and handed to the buckets (``app.spark.stream.state.Bucket``) under Spark's watermark rule,
 with an in-memory state store: the operator's own Python, without the JVM, Arrow and the state store's round trips.
 Each bucket's meta is read and written every batch as a Python worker that did not write it would (a worker that
-did keeps it parsed), and the worker's objects are frozen out of the collector after every batch, as
-``BucketProcessor`` does.
+did keeps it parsed); the worker's objects are frozen out of the collector after every batch, and every
+``FULL_GC_EVERY``-th call collects them all, as ``BucketProcessor`` does (``--full-gc-every N`` to compare).
 
 Per minute of event time: events, feeds (events handed to a group's evaluators: own and keyless), feeds per event,
 the operator's CPU seconds, the buckets' meta (KB, compressed), groups alive.  A rate and a length the sustained
@@ -26,6 +26,7 @@ import cProfile
 import gc
 import math
 import pstats
+import resource
 import sys
 import time
 from pathlib import Path
@@ -44,9 +45,22 @@ def _plan(pack: Path, buckets: int) -> Any:
     return build_plan(load_plans(loader), max_delta=7.5, buckets=buckets, keyless_types=KEYLESS)
 
 
-def run(rate: float, seconds: int, trigger: int, buckets: int, pack: Path, profile_from: int | None) -> int:
+def run(
+    rate: float,
+    seconds: int,
+    trigger: int,
+    buckets: int,
+    pack: Path,
+    profile_from: int | None,
+    full_gc_every: int | None = None,
+) -> int:
+    from app.spark.stream import state
     from app.spark.stream.source import route
     from app.spark.stream.state import Bucket, MemoryStore, compiled_for, pack_blob, unpack_blob
+    from app.spark.stream.state import _thaw as thaw
+
+    if full_gc_every is not None:
+        state.FULL_GC_EVERY = full_gc_every
     from benchmarks.bench_stream_sustained import Trace
 
     trace = Trace(rate, seconds)
@@ -55,6 +69,7 @@ def run(rate: float, seconds: int, trigger: int, buckets: int, pack: Path, profi
     metas: dict[int, bytes] = {}
     stores = {b: MemoryStore() for b in range(plan.buckets)}
     max_wt = -math.inf
+    cpu_total = 0.0
     profiler: cProfile.Profile | None = None
     print(f"# {trace.copies} copies of the workload's jobs, {plan.buckets} buckets, batches of {trigger} s")
     print("| event minute | events | feeds | feeds/event | operator cpu s | meta KB | groups |")
@@ -78,6 +93,7 @@ def run(rate: float, seconds: int, trigger: int, buckets: int, pack: Path, profi
             rows = by_bucket.get(b, [])
             if not rows and b not in metas:
                 continue
+            thaw()  # as BucketProcessor: every FULL_GC_EVERY-th call collects the worker's heap
             bucket = Bucket(plan, compiled, unpack_blob(metas[b]) if b in metas else None, stores[b], b)
             out = bucket.handle(rows, wm_ms)
             metas[b] = pack_blob(bucket.meta())
@@ -88,6 +104,7 @@ def run(rate: float, seconds: int, trigger: int, buckets: int, pack: Path, profi
                     groups += r[-5]
         gc.freeze()  # as BucketProcessor._finish: the worker's objects out of the collector's walks
         minute["cpu"] += time.process_time() - t0
+        cpu_total += time.process_time() - t0
         minute["events"] += len(lines)
         minute["feeds"] += feeds
         if (s0 + trigger) % 60 == 0 or s0 + trigger >= seconds:
@@ -98,6 +115,8 @@ def run(rate: float, seconds: int, trigger: int, buckets: int, pack: Path, profi
                 flush=True,
             )
             minute = {"events": 0, "feeds": 0, "cpu": 0.0}
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\noperator cpu {cpu_total:.1f} s in all; peak RSS {peak_mb:,.0f} MB (the trace's own included)")
     if profiler is not None:
         profiler.disable()
         stats = pstats.Stats(profiler, stream=sys.stdout)
@@ -114,10 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--buckets", type=int, default=4, help="buckets (4: hcep stream's on local[2])")
     parser.add_argument("--pack", type=Path, default=PACK, help="the query pack (queries/hadoop.yaml)")
     parser.add_argument("--profile-from", type=int, default=None, help="profile from this event second on")
+    parser.add_argument(
+        "--full-gc-every", type=int, default=None, help="calls between full collections (the operator's FULL_GC_EVERY)"
+    )
     args = parser.parse_args(argv)
     if args.rate <= 0 or args.seconds <= 0 or args.trigger <= 0 or args.buckets <= 0:
         parser.error("--rate, --seconds, --trigger and --buckets must be positive")
-    return run(args.rate, args.seconds, args.trigger, args.buckets, args.pack, args.profile_from)
+    return run(args.rate, args.seconds, args.trigger, args.buckets, args.pack, args.profile_from, args.full_gc_every)
 
 
 if __name__ == "__main__":

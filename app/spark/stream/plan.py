@@ -26,6 +26,7 @@ import json
 import math
 import zlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from app.spark.batch_plan import ANY_TYPE, UNBOUNDED, InputStats, Margins, QueryPlan, plan_families
@@ -54,8 +55,24 @@ class FamilyPlan:
     #: :func:`keyless_needs`); a type not here reaches a group wherever its margin says.
     needs: dict[str, tuple[frozenset[str], ...]] = field(default_factory=dict)
 
+    @cached_property
+    def _margin_of(self) -> dict[str, tuple[int, int] | None]:
+        return {}  # etype -> margin(etype), filled as asked (margin is asked per keyless event and group)
+
+    @cached_property
+    def widest_left(self) -> int:
+        """Ticks: the widest left margin of any keyless type (where a group's first release starts looking)."""
+        return max((m[0] for m in self.margins.values()), default=0)
+
     def margin(self, etype: str) -> tuple[int, int] | None:
         """(left, right) ticks a keyless event of ``etype`` can lie from a group's own events; None: never needed."""
+        cache = self._margin_of
+        if etype in cache:
+            return cache[etype]
+        m = cache[etype] = self._margin(etype)
+        return m
+
+    def _margin(self, etype: str) -> tuple[int, int] | None:
         anyt = self.margins.get(ANY_TYPE)
         m = self.margins.get(etype, anyt)
         if m is None:
@@ -72,6 +89,19 @@ class FamilyPlan:
         if places is None or first is None:
             return True
         return any(all(first.get(t, INF_TICK) <= thi for t in types) for types in places)
+
+    def useful_from(self, first: dict[str, int] | None) -> dict[str, float]:
+        """:meth:`useful` as thresholds: keyless type -> the least ``thi`` at which an event of it is useful to a
+        group whose own events began at ``first`` (a type not named: always useful).  One place is open once all
+        its keyed types have begun, so the threshold is the least, over places, of their latest beginning."""
+        if first is None:
+            return {}
+        return {
+            etype: min(
+                (max((first.get(t, INF_TICK) for t in types), default=-INF_TICK) for types in places), default=math.inf
+            )
+            for etype, places in self.needs.items()
+        }
 
     def wants(self, etype: str) -> bool:
         return self.types is None or etype in self.types

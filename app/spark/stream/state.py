@@ -36,8 +36,10 @@ import math
 import time
 import uuid
 import zlib
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from app.spark.record_columns import record_columns
@@ -83,6 +85,27 @@ def unpack_blob(blob: bytes | bytearray | memoryview) -> Any:
     import orjson
 
     return orjson.loads(zlib.decompress(bytes(blob)))
+
+
+_MID2 = itemgetter(0)
+_UNSET: Any = object()
+
+
+def between(log: list[list[Any]], lo2: float, hi2: float) -> list[list[Any]]:
+    """The entries of ``log`` (in ``(mid2, seq)`` order) with ``lo2 <= mid2 < hi2``, found by bisection: the log holds
+    the keyless events of the longest margin (Q5's ten minutes), and each released group takes a slice of it."""
+    i = 0 if lo2 == NEG_INF else bisect_left(log, lo2, key=_MID2)
+    return log[i : bisect_left(log, hi2, lo=i, key=_MID2)]
+
+
+def _gkey(key: str) -> str:
+    """The group key of a bucket's ``fid|gkey`` key."""
+    return key.split("|", 1)[1]
+
+
+def max_width(log: list[list[Any]]) -> int:
+    """The widest ``thi - tlo`` of a keyless log's entries (0 when empty)."""
+    return max((e[3] - e[2] for e in log), default=0)
 
 
 def _none(n: int) -> list[None]:
@@ -205,11 +228,13 @@ class StreamGroup:
         out: list[tuple],
         final: bool = False,
         shared_events: dict[tuple[int, str], Any] | None = None,
+        width: int | None = None,
     ) -> int:
         """Feed, in order, the own events before ``w`` and the keyless events of ``log`` this group needs: once
         started, those it has not considered yet (``[fed_to, w)``); on the first release, those before ``w`` within
         the left margin of its first event; ``final`` (the group expires: no own event can follow), only those within
-        the right margin of its last.  Returns the number of events fed.
+        the right margin of its last.  Returns the number of events fed.  ``log`` is in ``(mid2, seq)`` order;
+        ``width``: its widest event's ``thi - tlo`` (ticks), when the caller knows it.
 
         A keyed group is released only when its own events are due or it expires: keyless events wait in the
         bucket's log until then (the same events in the same order, fed later), so a quiet group costs nothing."""
@@ -236,23 +261,18 @@ class StreamGroup:
         shared: list[list[Any]] = []
         if self.fam.attr is not None and log:
             if self.started or not keyed_group:
-                lo2 = 2 * self.fed_to if self.started else NEG_INF
-                shared = [e for e in log if lo2 <= e[0] < w2]
+                shared = between(log, 2 * self.fed_to if self.started else NEG_INF, w2)
             else:
                 first = min(p[2] for p in own_now)
-                for e in log:
-                    if e[0] >= w2:
-                        break
-                    m = self.fam.margin(e[4])
+                # Nothing ending before first - (the widest left margin) can be taken: start the scan there.
+                wide = max_width(log) if width is None else width
+                margin = self.fam.margin
+                for e in between(log, 2 * (first - self.fam.widest_left) - wide, w2):
+                    m = margin(e[4])
                     if m is not None and e[3] >= first - m[0]:
                         shared.append(e)
             if keyed_group:
-                margin, useful, first = self.fam.margin, self.fam.useful, self.first
-                # An own event still to come can lie before a keyless event up to umax ticks behind w.
-                soon = w - self.plan.umax
-                shared = [e for e in shared if margin(e[4]) is not None and (e[3] >= soon or useful(e[4], e[3], first))]
-                if final:
-                    shared = [e for e in shared if e[2] <= self.hi + margin(e[4])[1]]  # type: ignore[index]
+                shared = self._needed(shared, w, final)
         self.started = True
         self.fed_to = w
         merged = sorted(
@@ -282,6 +302,33 @@ class StreamGroup:
             floor = w - 4 * self.fam.reach - 2 * self.plan.umax
             self.own = {i: t for i, t in self.own.items() if t >= floor}
         return len(merged)
+
+    def _needed(self, shared: list[list[Any]], w: float, final: bool) -> list[list[Any]]:
+        """Of the keyless events ``shared``, those this keyed group can still need: within its family's margin, and
+        where its own events can precede them as the patterns ask (:meth:`.plan.FamilyPlan.useful_from`; an own event
+        still to come can lie before one up to umax ticks behind ``w``); ``final``, only those within the right margin
+        of its last own event.  Decided once per event type, then one comparison per event."""
+        fam, soon = self.fam, w - self.plan.umax
+        useful = fam.useful_from(self.first)
+        # etype -> (the least thi kept, the greatest tlo kept); None: never needed
+        limits: dict[str, tuple[float, float] | None] = {}
+        kept = []
+        for e in shared:
+            etype = e[4]
+            lim = limits.get(etype, _UNSET)
+            if lim is _UNSET:
+                m = fam.margin(etype)
+                lim = limits[etype] = (
+                    None
+                    if m is None
+                    else (
+                        min(soon, useful.get(etype, NEG_INF)),
+                        self.hi + m[1] if final else INF,
+                    )
+                )
+            if lim is not None and e[3] >= lim[0] and e[2] <= lim[1]:
+                kept.append(e)
+        return kept
 
     def flush(self, out: list[tuple]) -> None:
         if self._runner is None and not self.started:
@@ -439,25 +486,37 @@ class Bucket:
             return 0
         prev = self.released
         lo2, w2 = 2 * prev, 2 * w
-        fresh = {fid for fid, log in self.log.items() if any(lo2 <= e[0] < w2 for e in log)}
-        umax = self.plan.umax
+        fresh = {fid for fid, log in self.log.items() if between(log, lo2, w2)}
+        soon = w - self.plan.umax
+        reach = {fid: fam.reach for fid, fam in self.fams.items()}
+        # (key, whether it has events to release -- else it expires): decided from the index, without loading it
+        work: list[tuple[str, bool]] = []
+        for key, (fid, hi, minp, started, _version, _fed_to) in self.index.items():
+            if minp is not None and minp < w2 or fid in fresh and _gkey(key) == KEYLESS_GROUP:
+                work.append((key, True))
+            elif (
+                minp is None
+                and started
+                and hi is not None
+                and soon > hi + reach[fid]
+                and _gkey(key) not in (KEYLESS_GROUP, WHOLE_GROUP)
+            ):
+                work.append((key, False))
+        widths: dict[int, int] = {}
         fed = 0
-        for key, (fid, hi, minp, started, _version, _fed_to) in sorted(self.index.items()):
-            fam = self.fams[fid]
-            gkey = key.split("|", 1)[1]
-            special = gkey in (KEYLESS_GROUP, WHOLE_GROUP)
-            due = minp is not None and minp < w2
-            keyless_due = gkey == KEYLESS_GROUP and fid in fresh
-            expiring = not special and started and minp is None and hi is not None and w - umax > hi + fam.reach
-            if not (due or keyless_due or expiring):
-                continue
+        for key, due in sorted(work):
+            gkey = _gkey(key)
+            fid = int(key[: len(key) - len(gkey) - 1])
             g = self.group(fid, gkey)
             log = self.log.get(fid, [])
-            if due or keyless_due:
-                fed += g.release(w, log, self.decode, out, shared_events=self.shared_events)
+            width = widths.get(fid)
+            if width is None:
+                width = widths[fid] = max_width(log)
+            if due:
+                fed += g.release(w, log, self.decode, out, shared_events=self.shared_events, width=width)
                 self._index(g)
             if g.expired(w):
-                fed += g.release(w, log, self.decode, out, final=True, shared_events=self.shared_events)
+                fed += g.release(w, log, self.decode, out, final=True, shared_events=self.shared_events, width=width)
                 g.flush(out)
                 self._drop(key)
         self.released = w
@@ -555,10 +614,12 @@ class _MapStore:
 
 
 _COMPILED: dict[str, list[Any]] = {}
-#: Calls between two full collections of a worker's heap (:func:`_thaw`): the operator makes few reference cycles
-#: (a full collection after 16 calls of bench_stream_sustained's trace found none) and each walks every object
-#: (5.6 % of the Python workers' samples at 16).
-FULL_GC_EVERY = 64
+#: Calls between two full collections of a worker's heap (:func:`_thaw`): a safety net, not a need.  The operator
+#: makes no reference cycles since cut 8 (``tests/engine/test_snapshot_garbage.py``: the compiled NFA^b snapshot made
+#: one per group written, 180,000 objects per 64 calls of ``bench_stream_operator``), and each full collection walks
+#: every object the worker keeps: 1 to 6 s once a stream's groups have built up (0.9 s a minute of the operator's CPU
+#: at 64; ``bench_stream_operator --full-gc-every``).
+FULL_GC_EVERY = 1024
 _CALLS = [0]
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.app.spark.helpers import assert_same_records
 from tests.app.spark_stream.conftest import GANGLIA, match, stream_plan, write_events
@@ -39,6 +41,24 @@ def test_needs_name_the_keyed_types_before_each_place() -> None:
     assert keyless_needs([], [], frozenset()) == {}
 
 
+_TYPES = st.sampled_from(["A", "B", "C"])
+
+
+@given(
+    places=st.lists(st.frozensets(_TYPES, max_size=3), max_size=3),
+    first=st.none() | st.dictionaries(_TYPES, st.integers(-5, 5)),
+    thi=st.integers(-6, 6),
+)
+def test_thresholds_say_what_useful_says(places: list[frozenset[str]], first: dict[str, int] | None, thi: int) -> None:
+    """The bucket filters by ``useful_from``'s thresholds (one comparison an event); ``useful`` is the definition."""
+    from app.spark.stream.plan import FamilyPlan
+
+    fam = FamilyPlan(0, "job_id", (), (), (), None, frozenset(), {}, 10, {"LoadStd": tuple(places)})
+    limits = fam.useful_from(first)
+    for etype in ("LoadStd", "Balance"):
+        assert (thi >= limits.get(etype, float("-inf"))) == fam.useful(etype, thi, first)
+
+
 def test_the_same_records_with_less_fed(
     sample_events: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -57,7 +77,7 @@ def test_the_same_records_with_less_fed(
     counts = []
     for narrowed in (True, False):
         if not narrowed:
-            monkeypatch.setattr(FamilyPlan, "useful", lambda self, *args: True)
+            monkeypatch.setattr(FamilyPlan, "useful_from", lambda self, first: {})  # every keyless event useful
         for n in (1, 7):
             fed[0] = 0
             got, dead = run_batches(stream_plan(buckets=3, keyless=GANGLIA), _lines(sample_events, n))
