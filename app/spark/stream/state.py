@@ -489,11 +489,11 @@ class Bucket:
         fresh = {fid for fid, log in self.log.items() if between(log, lo2, w2)}
         soon = w - self.plan.umax
         reach = {fid: fam.reach for fid, fam in self.fams.items()}
-        # (key, whether it has events to release -- else it expires): decided from the index, without loading it
-        work: list[tuple[str, bool]] = []
+        # (key, fid, whether it has events to release -- else it expires): decided from the index, without loading it
+        work: list[tuple[str, int, bool]] = []
         for key, (fid, hi, minp, started, _version, _fed_to) in self.index.items():
             if minp is not None and minp < w2 or fid in fresh and _gkey(key) == KEYLESS_GROUP:
-                work.append((key, True))
+                work.append((key, fid, True))
             elif (
                 minp is None
                 and started
@@ -501,13 +501,11 @@ class Bucket:
                 and soon > hi + reach[fid]
                 and _gkey(key) not in (KEYLESS_GROUP, WHOLE_GROUP)
             ):
-                work.append((key, False))
+                work.append((key, fid, False))
         widths: dict[int, int] = {}
         fed = 0
-        for key, due in sorted(work):
-            gkey = _gkey(key)
-            fid = int(key[: len(key) - len(gkey) - 1])
-            g = self.group(fid, gkey)
+        for key, fid, due in sorted(work):
+            g = self.group(fid, _gkey(key))
             log = self.log.get(fid, [])
             width = widths.get(fid)
             if width is None:
