@@ -58,24 +58,12 @@ def _drain(spark: Any) -> None:
 
 
 def accounting(spark: Any, group: str) -> dict[str, Any]:
-    """What Spark's status tracker counted for the jobs of ``group``."""
-    tracker = spark.sparkContext.statusTracker()
-    jobs: dict[str, Any] = {}
-    stages: dict[str, Any] = {}
-    for job_id in sorted(tracker.getJobIdsForGroup(group)):
-        info = tracker.getJobInfo(job_id)
-        jobs[str(job_id)] = {"status": str(info.status), "stages": sorted(info.stageIds)}
-        for stage_id in info.stageIds:
-            st = tracker.getStageInfo(stage_id)
-            if st is None or (st.numCompletedTasks + st.numFailedTasks + st.numActiveTasks) == 0:
-                continue  # skipped (its output was reused) or not run: Spark logs no events for it
-            stages[str(stage_id)] = {
-                "attempt": st.currentAttemptId,
-                "num_tasks": st.numTasks,
-                "completed": st.numCompletedTasks,
-                "failed": st.numFailedTasks,
-            }
-    return {"jobs": jobs, "stages": stages}
+    """What Spark's status tracker counted for the jobs of ``group`` (``planted.accounting``), keyed by strings as
+    the manifest stores them."""
+    from tests.collectors.spark.planted import accounting as counted_by_spark
+
+    counted = counted_by_spark(spark, group)
+    return {part: {str(key): value for key, value in counted[part].items()} for part in ("jobs", "stages")}
 
 
 # ------------------------------------------------------------------------------------------------------- the jobs

@@ -89,23 +89,31 @@ def two_stage_slow(spark: Any, group: str, seconds: float = 6.0) -> None:
 
 
 def accounting(spark: Any, group: str) -> dict[str, Any]:
-    """What Spark's status tracker counted for ``group``: jobs with status and stages; per stage that ran, its
-    current attempt, tasks and how many of them completed and failed."""
-    tracker = spark.sparkContext.statusTracker()
+    """What Spark's status tracker counted for ``group``: jobs with status and stages; per stage that was submitted,
+    its current attempt, tasks and how many of them completed and failed."""
+    return count_jobs(spark.sparkContext.statusTracker()._jtracker, group)
+
+
+def count_jobs(jtracker: Any, group: str) -> dict[str, Any]:
+    """``accounting`` over the JVM's ``JavaSparkStatusTracker``.  A stage is left out only when it was never
+    submitted (``submissionTime`` 0: its output was reused, a skipped stage, of which Spark logs nothing).  A submitted
+    attempt that ran no tasks stays: when an executor is lost, the resubmitted map stage can find every partition
+    already recomputed, and Spark still logs its ``StageSubmitted`` and ``StageCompleted`` with zero tasks."""
     jobs: dict[int, Any] = {}
     stages: dict[int, Any] = {}
-    for job_id in sorted(tracker.getJobIdsForGroup(group)):
-        info = tracker.getJobInfo(job_id)
-        jobs[job_id] = {"status": str(info.status), "stages": sorted(info.stageIds)}
-        for stage_id in info.stageIds:
-            st = tracker.getStageInfo(stage_id)
-            if st is None or (st.numCompletedTasks + st.numFailedTasks + st.numActiveTasks) == 0:
-                continue  # skipped: its output was reused, Spark logs nothing for it
+    for job_id in sorted(jtracker.getJobIdsForGroup(group)):
+        info = jtracker.getJobInfo(job_id)
+        stage_ids = sorted(info.stageIds())
+        jobs[job_id] = {"status": str(info.status()), "stages": stage_ids}
+        for stage_id in stage_ids:
+            st = jtracker.getStageInfo(stage_id)
+            if st is None or st.submissionTime() <= 0:
+                continue
             stages[stage_id] = {
-                "attempt": st.currentAttemptId,
-                "num_tasks": st.numTasks,
-                "completed": st.numCompletedTasks,
-                "failed": st.numFailedTasks,
+                "attempt": st.currentAttemptId(),
+                "num_tasks": st.numTasks(),
+                "completed": st.numCompletedTasks(),
+                "failed": st.numFailedTasks(),
             }
     return {"jobs": jobs, "stages": stages}
 
