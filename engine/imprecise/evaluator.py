@@ -284,9 +284,13 @@ class ImpreciseMatcher:
 
     def due(self) -> Due:
         """The safe bound at which a pending closing event or held record is due (strictly past :attr:`wake`) or the
-        buffers are next pruned (:attr:`prune_at`)."""
+        buffers are next pruned (:attr:`prune_at`).  Never, while it holds nothing and has never pruned: a first prune
+        of empty buffers changes nothing, and an evaluator no event has reached stays untouched (a one-pass feeder then
+        writes it as None in a snapshot)."""
         wake = _nextafter(self.wake, INF)
         prune_at = self.prune_at
+        if prune_at == NEG_INF and not self.pending and not self.held and not self.runs_alive():
+            prune_at = INF
         return (wake if wake < prune_at else prune_at, INF)
 
     def clock(self) -> Clock:

@@ -52,3 +52,30 @@ def test_a_pack_restored_after_any_event_continues_exactly(pack_file: str, trace
         second.restore(state)
         got += [p for ev in _events(trace, second.tick)[cut:] for p in second.feed(ev)] + second.flush()
         assert _text(got) == _text(whole), f"{pack_file} over {trace}: restored after {cut} events"
+
+
+def test_evaluators_never_reached_are_written_as_none_and_stay_so_through_restores() -> None:
+    """An evaluator the stream has not reached is written as None (a Spark group of a few events reaches few of the
+    pack's queries); restored and written again without events, it is still None, and the rest are still written."""
+    runner = _runner("hadoop.yaml")
+    assert all(s is None for s in runner.snapshot()["evaluators"])
+    events = _events("queries/samples/hadoop_sample.jsonl", runner.tick)
+    first_type = events[0].type
+    runner.feed(events[0])
+    snaps = runner.snapshot()["evaluators"]
+    reached = [m.name for m, s in zip(runner.matchers, snaps, strict=True) if s is not None]
+    wanting = [m.name for m in runner.matchers if m.wants() is None or first_type in (m.wants() or ())]
+    assert reached == wanting and 0 < len(reached) < len(snaps)
+    again = _runner("hadoop.yaml")
+    again.restore(json.loads(json.dumps(runner.snapshot())))
+    assert [s is None for s in again.snapshot()["evaluators"]] == [s is None for s in snaps]
+
+
+def test_a_snapshot_with_untouched_evaluators_does_not_restore_into_a_used_pack() -> None:
+    """None means "as built": it cannot put back the state of an evaluator that was fed since."""
+    events = _events("queries/samples/hadoop_sample.jsonl", 0.1)
+    used = _runner("hadoop.yaml")
+    for ev in events:
+        used.feed(ev)
+    with pytest.raises(ValueError, match="freshly built pack"):
+        used.restore(_runner("hadoop.yaml").snapshot())
