@@ -55,9 +55,6 @@ class PackFeeder:
         self.t, self.now, self.fed = NEG_INF, NEG_INF, 0
         self.umax: int = max([max_uncertainty, *(m.clock().umax for m in self.matchers)])
         self.synced = [-1] * n  # the feeder's ``fed`` when each last had its clock (-1: hand it over first)
-        # Whether each holds state from a restore.  One that does not and was never handed the clock (``synced`` -1)
-        # is as it was built: its snapshot is None (``snapshot``), and it is left as it is on restore.
-        self.restored = [False] * n
         self.due_safe = [math.inf] * n
         self.due_fed = [math.inf] * n
         self.lo_safe = self.lo_fed = math.inf  # the smallest of each
@@ -340,41 +337,25 @@ class PackFeeder:
             m.set_output(increments=increments, lazy_ids=lazy_ids)
 
     def snapshot(self, codec: EventCodec | None = None) -> dict[str, Any]:
-        """The pack's clock and each evaluator's snapshot, over one event table (shared events stored once).  An
-        evaluator untouched since it was built (never fed, woken or handed the clock, nor restored with state) is
-        written as None: most of a pack's evaluators, in a group of a few events (the Spark stream's)."""
+        """The pack's clock and each evaluator's snapshot, over one event table (shared events stored once)."""
         events = EventCodec(self.tick) if codec is None else codec
         out = header("pack", self.name)
         out["clock"] = [enc_float(self.t), enc_float(self.now), self.umax, self.fed]
-        synced, restored = self.synced, self.restored
-        out["evaluators"] = [
-            None if synced[i] == -1 and not restored[i] else m.snapshot(events) for i, m in enumerate(self.matchers)
-        ]
+        out["evaluators"] = [m.snapshot(events) for m in self.matchers]
         if codec is None:
             out["events"] = events.table()
         return out
 
     def restore(self, state: Mapping[str, Any], codec: EventCodec | None = None) -> None:
-        """``state`` into this pack.  An evaluator written as None (untouched) must be untouched here too: there is
-        no state to put back into one that was used, so that is refused (restore into a freshly built pack)."""
         check_header(state, "pack", self.name)
         events = open_codec(state, codec, self.tick)
-        snaps = state["evaluators"]
-        if len(snaps) != len(self.matchers):
-            raise ValueError(f"a snapshot of {len(snaps)} evaluators cannot restore {len(self.matchers)}")
-        for i, snap in enumerate(snaps):
-            if snap is None and (self.synced[i] != -1 or self.restored[i]):
-                raise ValueError(
-                    f"evaluator {i} ({self.matchers[i].name}) is untouched in the snapshot but was used here: "
-                    "restore into a freshly built pack"
-                )
-        for m, snap in zip(self.matchers, snaps, strict=True):
-            if snap is not None:
-                m.restore(snap, events)
+        if len(state["evaluators"]) != len(self.matchers):
+            raise ValueError(f"a snapshot of {len(state['evaluators'])} evaluators cannot restore {len(self.matchers)}")
+        for m, snap in zip(self.matchers, state["evaluators"], strict=True):
+            m.restore(snap, events)
         last_t, now, umax, fed = state["clock"]
         self.t, self.now, self.umax, self.fed = dec_float(last_t), dec_float(now), umax, fed
         self.synced = [-1] * len(self.matchers)
-        self.restored = [snap is not None for snap in snaps]
         self.stale = ()
         self._refresh(range(len(self.matchers)))
 
