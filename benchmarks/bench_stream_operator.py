@@ -9,8 +9,9 @@ stream routes them (``app.spark.stream.source.route``, the Ganglia types declare
 ``hcep stream`` does) and handed to the buckets (``app.spark.stream.state.Bucket``) under Spark's watermark rule,
 with an in-memory state store: the operator's own Python, without the JVM, Arrow and the state store's round trips.
 Each bucket's meta is read and written every batch as a Python worker that did not write it would (a worker that
-did keeps it parsed); the worker's objects are frozen out of the collector after every batch, and every
-``FULL_GC_EVERY``-th call collects them all, as ``BucketProcessor`` does (``--full-gc-every N`` to compare).
+did keeps it parsed); each call runs as ``BucketProcessor``'s do (``state.collector_paused``): the automatic collector
+paused (``--collector on`` to compare), the objects frozen at its end, and every ``FULL_GC_EVERY``-th call a full
+collection (``--full-gc-every N`` to compare).
 
 Per minute of event time: events, feeds (events handed to a group's evaluators: own and keyless), feeds per event,
 the operator's CPU seconds, the buckets' meta (KB, compressed), groups alive.  A rate and a length the sustained
@@ -22,6 +23,7 @@ S to the end, the top functions printed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import gc
 import math
@@ -29,6 +31,7 @@ import pstats
 import resource
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +56,22 @@ def run(
     pack: Path,
     profile_from: int | None,
     full_gc_every: int | None = None,
+    collector: str = "paused",
 ) -> int:
     from app.spark.stream import state
     from app.spark.stream.source import route
     from app.spark.stream.state import Bucket, MemoryStore, compiled_for, pack_blob, unpack_blob
     from app.spark.stream.state import _thaw as thaw
+    from app.spark.stream.state import collector_paused as paused
+
+    @contextlib.contextmanager
+    def unpaused() -> Iterator[None]:
+        thaw()
+        try:
+            yield
+        finally:
+            gc.freeze()
+
     from benchmarks.bench_stream_sustained import Trace
 
     if full_gc_every is not None:
@@ -93,16 +107,17 @@ def run(
             rows = by_bucket.get(b, [])
             if not rows and b not in metas:
                 continue
-            thaw()  # as BucketProcessor: every FULL_GC_EVERY-th call collects the worker's heap
-            bucket = Bucket(plan, compiled, unpack_blob(metas[b]) if b in metas else None, stores[b], b)
-            out = bucket.handle(rows, wm_ms)
-            metas[b] = pack_blob(bucket.meta())
+            # As BucketProcessor: every FULL_GC_EVERY-th call collects the worker's heap, and the call's objects are
+            # frozen at its end; the automatic collector paused during it (``--collector on``: not paused).
+            with paused() if collector == "paused" else unpaused():
+                bucket = Bucket(plan, compiled, unpack_blob(metas[b]) if b in metas else None, stores[b], b)
+                out = bucket.handle(rows, wm_ms)
+                metas[b] = pack_blob(bucket.meta())
             meta_bytes += len(metas[b])
             for r in out:
                 if r[0] == "clock":
                     feeds += r[-6]
                     groups += r[-5]
-        gc.freeze()  # as BucketProcessor._finish: the worker's objects out of the collector's walks
         spent = time.process_time() - t0
         minute["cpu"] += spent
         cpu_total += spent
@@ -137,10 +152,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--full-gc-every", type=int, default=None, help="calls between full collections (the operator's FULL_GC_EVERY)"
     )
+    parser.add_argument(
+        "--collector",
+        choices=("paused", "on"),
+        default="paused",
+        help="the automatic collector within a call: paused, as the operator runs (default), or on",
+    )
     args = parser.parse_args(argv)
     if args.rate <= 0 or args.seconds <= 0 or args.trigger <= 0 or args.buckets <= 0:
         parser.error("--rate, --seconds, --trigger and --buckets must be positive")
-    return run(args.rate, args.seconds, args.trigger, args.buckets, args.pack, args.profile_from, args.full_gc_every)
+    return run(
+        args.rate,
+        args.seconds,
+        args.trigger,
+        args.buckets,
+        args.pack,
+        args.profile_from,
+        args.full_gc_every,
+        args.collector,
+    )
 
 
 if __name__ == "__main__":

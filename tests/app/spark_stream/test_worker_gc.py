@@ -98,7 +98,18 @@ def test_a_call_leaves_the_workers_objects_frozen(thawed: None, monkeypatch: pyt
         full.append(state._CALLS[0])
         return gc.collect(*generation)
 
-    monkeypatch.setattr(state, "gc", types.SimpleNamespace(freeze=gc.freeze, unfreeze=gc.unfreeze, collect=collect))
+    monkeypatch.setattr(
+        state,
+        "gc",
+        types.SimpleNamespace(
+            freeze=gc.freeze,
+            unfreeze=gc.unfreeze,
+            collect=collect,
+            isenabled=gc.isenabled,
+            enable=gc.enable,
+            disable=gc.disable,
+        ),
+    )
     for call in range(state.FULL_GC_EVERY + 1):
         t0 = 1_700_000_000.0 + 10 * call
         lines = [
@@ -114,6 +125,40 @@ def test_a_call_leaves_the_workers_objects_frozen(thawed: None, monkeypatch: pyt
         assert len(gc.get_objects()) < frozen / 4, (len(gc.get_objects()), frozen)
     # everything unfrozen and collected once, by the FULL_GC_EVERY-th call
     assert full == [state.FULL_GC_EVERY]
+
+
+def test_a_call_runs_without_the_automatic_collector(thawed: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within a call the automatic collector is paused (its generation-2 collections walked everything the call had
+    made, again and again: issue 28, cut 9), and after it, even a call that fails, it is on again."""
+    import pandas as pd
+
+    from app.spark.stream import state
+
+    plan = stream_plan(buckets=1)
+    proc = state.BucketProcessor(plan)
+    proc.init(_Handle())
+    seen: list[bool] = []
+    real = state.Bucket.handle
+
+    def handle(self: Any, rows: Any, wm_ms: int) -> list[tuple]:
+        seen.append(gc.isenabled())
+        if wm_ms < 0:
+            raise RuntimeError("a failing call")
+        return real(self, rows, wm_ms)
+
+    monkeypatch.setattr(state.Bucket, "handle", handle)
+    assert gc.isenabled()
+    list(proc.handleInputRows((0,), iter([pd.DataFrame([], columns=COLS)]), _Clock(1_700_000_000_000)))
+    list(proc.handleExpiredTimer((0,), _Clock(1_700_000_000_000), _Expired(1)))
+    with pytest.raises(RuntimeError, match="a failing call"):
+        list(proc.handleInputRows((0,), iter([]), _Clock(-1)))
+    assert seen == [False, False, False] and gc.isenabled()
+    gc.disable()  # a caller that had it off: left off
+    try:
+        list(proc.handleExpiredTimer((0,), _Clock(1_700_000_000_000), _Expired(1)))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 class _Expired:
