@@ -285,8 +285,8 @@ class ImpreciseMatcher:
     def due(self) -> Due:
         """The safe bound at which a pending closing event or held record is due (strictly past :attr:`wake`) or the
         buffers are next pruned (:attr:`prune_at`).  Never, while it holds nothing and has never pruned: a first prune
-        of empty buffers changes nothing, and an evaluator no event has reached stays untouched (a one-pass feeder then
-        writes it as None in a snapshot)."""
+        of empty buffers changes nothing, so a one-pass feeder does not wake an evaluator no event has reached (the
+        Spark stream's new groups, a few events each, woke every imprecise query of their pack)."""
         wake = _nextafter(self.wake, INF)
         prune_at = self.prune_at
         if prune_at == NEG_INF and not self.pending and not self.held and not self.runs_alive():
