@@ -9,7 +9,7 @@ stream routes them (``app.spark.stream.source.route``, the Ganglia types declare
 ``hcep stream`` does) and handed to the buckets (``app.spark.stream.state.Bucket``) under Spark's watermark rule,
 with an in-memory state store: the operator's own Python, without the JVM, Arrow and the state store's round trips.
 Each bucket's meta is read and written every batch as a Python worker that did not write it would (a worker that
-did keeps it parsed); each call runs as ``BucketProcessor``'s do (``state.collector_paused``): the automatic collector
+did keeps it parsed); each call runs as ``BucketProcessor``'s do (``state.operator_call``): the automatic collector
 paused (``--collector on`` to compare), the objects frozen at its end, and every ``FULL_GC_EVERY``-th call a full
 collection (``--full-gc-every N`` to compare).
 
@@ -23,15 +23,12 @@ S to the end, the top functions printed.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
-import gc
 import math
 import pstats
 import resource
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,18 +57,7 @@ def run(
 ) -> int:
     from app.spark.stream import state
     from app.spark.stream.source import route
-    from app.spark.stream.state import Bucket, MemoryStore, compiled_for, pack_blob, unpack_blob
-    from app.spark.stream.state import _thaw as thaw
-    from app.spark.stream.state import collector_paused as paused
-
-    @contextlib.contextmanager
-    def unpaused() -> Iterator[None]:
-        thaw()
-        try:
-            yield
-        finally:
-            gc.freeze()
-
+    from app.spark.stream.state import Bucket, MemoryStore, compiled_for, operator_call, pack_blob, unpack_blob
     from benchmarks.bench_stream_sustained import Trace
 
     if full_gc_every is not None:
@@ -109,7 +95,7 @@ def run(
                 continue
             # As BucketProcessor: every FULL_GC_EVERY-th call collects the worker's heap, and the call's objects are
             # frozen at its end; the automatic collector paused during it (``--collector on``: not paused).
-            with paused() if collector == "paused" else unpaused():
+            with operator_call(pause_collector=collector == "paused"):
                 bucket = Bucket(plan, compiled, unpack_blob(metas[b]) if b in metas else None, stores[b], b)
                 out = bucket.handle(rows, wm_ms)
                 metas[b] = pack_blob(bucket.meta())

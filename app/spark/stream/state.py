@@ -635,19 +635,21 @@ def _thaw() -> None:
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def operator_call(pause_collector: bool = True) -> Iterator[None]:
     """One call of the operator: :func:`_thaw`, then no automatic collection until the call ends, when the objects it
-    left behind are frozen with the rest.
+    left behind are frozen with the rest (``pause_collector=False``: the collector left on, for
+    ``bench_stream_operator --collector on``).
 
-    Why: a call allocates in proportion to its events, and Python's generation-2 collections, triggered all along,
-    each walk every object not frozen: all the call has made so far.  At 4,000 events/s (``bench_stream_operator
-    --rate 4000 --collector on``) they were 38 of the operator's 73 CPU seconds, paused 0 of 28 (issue 28, cut 9).
-    Nothing is lost: reference counting frees what the call drops, and the operator makes no reference cycles
-    (``tests/engine/test_snapshot_garbage.py``); what another library's cycles hold waits for the next full
-    collection (:data:`FULL_GC_EVERY`)."""
+    Why the pause: a call allocates in proportion to its events, and Python's generation-2 collections, triggered all
+    along, each walk every object not frozen: all the call has made so far.  At 4,000 events/s
+    (``bench_stream_operator --rate 4000 --collector on``) they were 38 of the operator's 73 CPU seconds, paused 0 of
+    28 (issue 28, cut 9).  Nothing is lost: reference counting frees what the call drops, and the operator makes no
+    reference cycles (``tests/engine/test_snapshot_garbage.py``); what another library's cycles hold waits for the
+    next full collection (:data:`FULL_GC_EVERY`)."""
     _thaw()
     was_on = gc.isenabled()
-    gc.disable()
+    if pause_collector:
+        gc.disable()
     try:
         yield
     finally:
@@ -744,7 +746,7 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
         return pd.DataFrame(out, columns=OUT_COLUMNS) if out else None
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:  # noqa: N802, N803
-        with collector_paused():
+        with operator_call():
             wm = timerValues.getCurrentWatermarkInMs()
             bucket = self._bucket(key)
             cols = ["fid", "gkey", "kind", "seq", "mid2", "tlo", "thi", "etype", "json", "origin", "pos", "primary"]
@@ -756,7 +758,7 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
             yield frame
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:  # noqa: N802, N803
-        with collector_paused():
+        with operator_call():
             wm = timerValues.getCurrentWatermarkInMs()
             bucket = self._bucket(key)
             if bucket.timer == expiredTimerInfo.getExpiryTimeInMs():
