@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from app.spark.record_columns import record_of_row
@@ -24,12 +24,21 @@ def run_batches(
     *,
     end: bool = True,
     drops: dict[str, int] | None = None,
+    stores: dict[int, DictStore] | None = None,
+    metas: dict[int, Any] | None = None,
+    after_call: Callable[[Bucket, DictStore], None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[tuple]]:
     """``batches``: lists of (file name, line number, text).  Returns (records in emission order, dead rows);
-    ``drops``, when given, gets what the memory bounds dropped per query (the operator's drops rows)."""
+    ``drops``, when given, gets what the memory bounds dropped per query (the operator's drops rows); ``stores``
+    and ``metas``, the buckets' group stores and packed metas (bucket -> each, read and written as the calls go: a
+    later run goes on from them); ``after_call(bucket, store)`` is called after each bucket's call, its meta saved."""
     compiled = compiled_for(plan)
-    metas: dict[int, Any] = {}
-    stores: dict[int, DictStore] = {b: DictStore() for b in range(plan.buckets)}
+    if metas is None:
+        metas = {}
+    if stores is None:
+        stores = {}
+    for b in range(plan.buckets):
+        stores.setdefault(b, DictStore())
     max_wt = -math.inf
     records: list[dict[str, Any]] = []
     dead: list[tuple] = []
@@ -54,6 +63,8 @@ def run_batches(
                 metas.pop(b, None)
             else:
                 metas[b] = pack_blob(bucket.meta())
+            if after_call is not None:
+                after_call(bucket, stores[b])
             got = [dict(zip(OUT_COLUMNS, r, strict=True)) for r in out if r[0] == "record"]
             got.sort(key=lambda r: tuple(r[c] for c in ORDER))
             records.extend(record_of_row(r) for r in got)

@@ -1,0 +1,129 @@
+"""The groups a call writes go to the state store as one page (``state.pack_page``): the pages' counts match the
+index, a page is removed once none of its groups is left, sparse pages are copied forward so few live groups do not
+keep many dead ones stored, a worker that kept nothing restores from the pages alone, and a checkpoint written with
+a blob per group (before pages) goes on.  Each against ``hcep match``'s records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.app.spark.helpers import assert_same_records
+from tests.app.spark_stream.conftest import match, stream_plan, write_events
+from tests.app.spark_stream.simulate import DictStore, run_batches
+
+
+def _batches(events: list[dict], size: int) -> list[list[tuple[str, int, str]]]:
+    lines = [("f.jsonl", i, json.dumps(e)) for i, e in enumerate(events)]
+    return [lines[i : i + size] for i in range(0, len(lines), size)]
+
+
+def test_pack_page_round_trip() -> None:
+    from app.spark.stream.state import pack_blob, pack_page, page_blobs, unpack_blob
+
+    states = {"0|a": {"x": 1}, '1|"j|b"': {"y": [1, 2]}, "2|": {}}
+    blobs = page_blobs(pack_page({k: pack_blob(v) for k, v in states.items()}))
+    assert {k: unpack_blob(b) for k, b in blobs.items()} == states
+    with pytest.raises(ValueError, match="not a page"):
+        page_blobs(pack_blob(states))
+
+
+def test_pages_are_counted_removed_and_copied_forward(
+    cluster_events: list[dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.spark.stream import state
+
+    monkeypatch.setattr(state, "PAGES_COPIED", 10**6)
+    want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
+    seen: dict[int, set[str]] = {}
+    calls = {"wrote": 0}
+
+    def check(bucket: Any, store: DictStore) -> None:
+        assert all(k.startswith(state.PAGE) for k in store), "a group blob outside a page"
+        assert {k[len(state.PAGE) :] for k in store} == set(bucket.pages), "a page stored and not counted, or gone"
+        holds: dict[str, int] = {}
+        for key, entry in bucket.index.items():
+            if entry[4] is not None:
+                holds[entry[4]] = holds.get(entry[4], 0) + 1
+                assert key in state.page_blobs(store[state.PAGE + entry[4]]), "a group its page lacks"
+        assert holds == {v: c[0] for v, c in bucket.pages.items()}, "a page's count is not its live groups"
+        before = seen.get(bucket.number, set())
+        if set(bucket.pages) - before:  # this call wrote a page: no page left sparse
+            calls["wrote"] += 1
+            assert all(live >= state.PAGE_LIVE_SHARE * total for live, total in bucket.pages.values())
+        seen[bucket.number] = set(bucket.pages)
+
+    stores: dict[int, DictStore] = {}
+    got, dead = run_batches(stream_plan(buckets=2), _batches(cluster_events, 40), stores=stores, after_call=check)
+    assert not dead and calls["wrote"] > 20
+    assert_same_records(got, want)
+    assert not any(stores.values()), "pages left after the end of the input"
+
+
+def test_a_worker_that_kept_nothing_restores_from_the_pages(
+    cluster_events: list[dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No group kept restored and no page kept: every call reads its groups from the store's pages."""
+    from app.spark.stream import state
+
+    monkeypatch.setattr(state, "LIVE_GROUPS", 0)
+    monkeypatch.setattr(state, "PAGE_BYTES", 0)
+    state._LIVE.clear()
+    state._PAGES.clear()
+    reads = {"pages": 0}
+    get = DictStore.get
+
+    def counting(self: DictStore, key: str) -> Any:
+        reads["pages"] += key.startswith(state.PAGE)
+        return get(self, key)
+
+    monkeypatch.setattr(DictStore, "get", counting)
+    want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
+    got, dead = run_batches(stream_plan(buckets=3), _batches(cluster_events, 60))
+    assert not dead and reads["pages"] > 20
+    assert_same_records(got, want)
+
+
+def test_a_checkpoint_with_a_blob_per_group_goes_on(cluster_events: list[dict], tmp_path: Path) -> None:
+    """State written before pages (each started group a blob under its key, no ``pages`` in the meta): the groups
+    restore from their blobs, and each blob is removed as its group moves to a page; the records are the same."""
+    from app.spark.stream import state
+
+    plan = stream_plan(buckets=2)
+    want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
+    batches = _batches(cluster_events, 50)
+    half = len(batches) // 2
+    stores: dict[int, DictStore] = {}
+    metas: dict[int, Any] = {}
+    first, dead = run_batches(plan, batches[:half], end=False, stores=stores, metas=metas)
+    old = 0
+    for b, store in stores.items():  # as the code before pages would have written it
+        meta = state.unpack_blob(metas[b])
+        for page in [k for k in store if k.startswith(state.PAGE)]:
+            for key, blob in state.page_blobs(store.pop(page)).items():
+                entry = meta["index"].get(key)
+                if entry is not None and entry[4] == page[len(state.PAGE) :]:  # its state, not one since rewritten
+                    store.put(key, bytes(blob))
+                    old += 1
+        assert meta.pop("pages")
+        metas[b] = state.pack_blob(meta)
+    state._LIVE.clear()
+    state._PAGES.clear()
+    assert old > 20
+    removed: list[str] = []
+    remove = DictStore.remove
+
+    def counting(self: DictStore, key: str) -> None:
+        removed.append(key)
+        remove(self, key)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(DictStore, "remove", counting)
+        rest, dead2 = run_batches(plan, batches[half:], stores=stores, metas=metas)
+    assert not dead and not dead2
+    assert_same_records(first + rest, want)
+    assert not any(stores.values())
+    assert sum(not k.startswith(state.PAGE) for k in removed) == old  # each old blob removed once
