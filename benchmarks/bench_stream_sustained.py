@@ -3,6 +3,7 @@
     python -m benchmarks.bench_stream_sustained                                  # 2,000 .. 20,000 ev/s, 10 min each
     python -m benchmarks.bench_stream_sustained --rates 5000 --minutes 2 --master 'local[1]' 'local[2]'
     python -m benchmarks.bench_stream_sustained --cluster --master spark://127.0.0.1:7077   # cluster-start.sh's
+    python -m benchmarks.bench_stream_sustained --rates 4000 --operators floor --no-run   # Spark's share
 
 The stream: :func:`benchmarks.bench_pipeline.workload`'s jobs (JobStart, reducers with shuffle pulls, JobEnd; about
 20 events per event-time second) as K concurrent copies (job and task ids made distinct), K = rate / 20, with its
@@ -28,6 +29,9 @@ Per rate (its own ``hcep stream`` process, its own JVM):
   stream's first seconds): ``hcep match`` over one file (a child process, its rusage), and ``hcep run`` draining
   them from a Kafka broker (:func:`benchmarks.bench_pipeline.one_row`; ``--bootstrap``, or one started here, or
   ``--no-run``).
+- ``--operators hcep floor`` runs each rate a second time as ``<master> floor``: the same query with its
+  operator swapped for one that reads its rows and keeps nothing (:mod:`benchmarks.stream_floor`): what Spark,
+  PySpark and the router cost, which no cut to the operator can give back.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACK = ROOT / "queries" / "hadoop.yaml"
 KEYLESS = "Metric,LoadStd,Balance,Imbalance"
 SESSION_UP = "hcep stream: SparkSession up"
+#: ``--floor``'s stand-in for ``app.cli``: ``hcep stream`` with an operator that keeps nothing.
+FLOOR = "benchmarks.stream_floor"
 
 
 # ------------------------------------------------------------------------------------------------ the events
@@ -191,7 +197,7 @@ def _kind(pid: int) -> str:
         return "jvm"
     if b"pyspark.daemon" in cmd or b"pyspark/daemon" in cmd or b"pyspark.worker" in cmd:
         return "python workers"
-    if b"app.cli" in cmd:
+    if b"app.cli" in cmd or FLOOR.encode() in cmd:
         return "driver python"
     return "other"
 
@@ -264,14 +270,15 @@ def run_rate(
     max_lag: float = 60.0,
     pack: Path = PACK,
     trigger: float = DEFAULT_TRIGGER,
+    floor: bool = False,
 ) -> dict[str, Any]:
     seconds = max(int(minutes * 60), 10)
     trace = Trace(rate, seconds)
-    run = Run(master, rate, work)
+    run = Run(f"{master} floor" if floor else master, rate, work)
     in_dir, out, ck, stage = work / "in", work / "out", work / "ck", work / "stage"
     for d in (in_dir, stage):
         d.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "app.cli", "stream", "--pack", str(pack), "--input", str(in_dir)]
+    argv = [sys.executable, "-m", FLOOR if floor else "app.cli", "stream", "--pack", str(pack), "--input", str(in_dir)]
     argv += ["--output", str(out), "--checkpoint", str(ck), "--master", master, "--keyless-types", KEYLESS]
     argv += ["--trigger", str(trigger)]  # micro-batches at most this often (0: back to back)
     log_path = work / "stream.log"
@@ -532,6 +539,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap", help="Kafka broker for the hcep run row (default: start one)")
     parser.add_argument("--no-run", action="store_true", help="no hcep run row (no broker)")
     parser.add_argument("--keep", metavar="DIR", help="keep the runs' directories here")
+    parser.add_argument(
+        "--operators",
+        nargs="+",
+        choices=["hcep", "floor"],
+        default=["hcep"],
+        help="hcep stream's operator, and/or floor: one that keeps nothing (benchmarks.stream_floor); a run each",
+    )
     args = parser.parse_args(argv)
 
     rows: list[dict[str, Any]] = []
@@ -543,12 +557,22 @@ def main(argv: list[str] | None = None) -> int:
                 safe = "".join(c if c.isalnum() else "_" for c in master)
                 work = base / f"{safe}-{int(rate)}"
                 pids = _cluster_workers(args.cluster) if args.cluster and master.startswith("spark://") else None
-                row = run_rate(
-                    master, rate, args.minutes, work, args.drain, pids, args.max_lag, args.pack, args.trigger
-                )
-                rows.append(row)
-                print(table([row], COLUMNS), flush=True)
-                print(f"  CPU: {row['cpu by process']}; invalid {row['invalid']}, late {row['late']}", flush=True)
+                for floor in (op == "floor" for op in args.operators):
+                    row = run_rate(
+                        master,
+                        rate,
+                        args.minutes,
+                        work.with_name(work.name + ("-floor" if floor else "")),
+                        args.drain,
+                        pids,
+                        args.max_lag,
+                        args.pack,
+                        args.trigger,
+                        floor,
+                    )
+                    rows.append(row)
+                    print(table([row], COLUMNS), flush=True)
+                    print(f"  CPU: {row['cpu by process']}; invalid {row['invalid']}, late {row['late']}", flush=True)
         trace = rows[-1]["_trace"]
         refs = reference_rows(trace, args.reference_events, base, args.bootstrap, args.no_run, args.pack)
     load = os.getloadavg()

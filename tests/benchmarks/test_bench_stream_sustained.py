@@ -65,3 +65,29 @@ def test_the_operator_benchmark_prints_its_minutes(capsys: pytest.CaptureFixture
     for row in rows:
         cells = [c.strip().replace(",", "") for c in row.strip("|").split("|")]
         assert int(cells[1]) > 0 and int(cells[2]) >= int(cells[1]) // 2 and int(cells[6]) > 0
+
+
+def test_the_floor_operator_reads_its_rows_and_keeps_nothing() -> None:
+    """``--operators floor``'s operator: one clock row a call counting the rows it read, no state, no timer; its
+    launcher puts it in ``hcep stream``'s query (by an importable name: the workers import it)."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyspark")
+    from app.spark.stream import job
+    from app.spark.stream.state import OUT_COLUMNS
+    from benchmarks import stream_floor
+
+    class Timers:
+        def getCurrentWatermarkInMs(self) -> int:  # noqa: N802 - Spark's name
+            return 1234
+
+    frame = pd.DataFrame([dict.fromkeys(stream_floor.COLUMNS, 1)] * 3)
+    proc = stream_floor.FloorProcessor(plan=None)
+    (out,) = list(proc.handleInputRows((0,), iter([frame, frame]), Timers()))
+    row = dict(zip(OUT_COLUMNS, out.iloc[0], strict=True))
+    assert (row["kind"], row["wm"], row["fed"]) == ("clock", 1234, 6)
+    assert list(proc.handleExpiredTimer((0,), Timers(), None)) == []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(job, "BucketProcessor", job.BucketProcessor)
+        mp.setattr("app.cli.main", lambda argv: 0)
+        assert stream_floor.main(["stream"]) == 0
+        assert job.BucketProcessor.__module__ == "benchmarks.stream_floor"
