@@ -18,8 +18,9 @@ Why this shape, and why it gives ``hcep match``'s records:
 - The state is the evaluators' ``snapshot()`` (plain JSON, zlib-compressed) per group, the groups a call wrote
   together as one page in a ``MapState`` (:func:`pack_page`: one round trip a call), and one ``ValueState`` per
   bucket: its last release point, its keyless log, a small index of its groups (so a batch
-  loads only the groups that have work, and writes only those it changed) and its pages' counts.  An event-time
-  timer wakes a bucket with state when ``W`` moves.
+  loads only the groups that have work, and writes only those it changed) and the groups never fed yet (their own
+  events waiting behind ``W``: most groups are written once so before their first release, and a blob of their
+  own would cost a state store round trip each).  An event-time timer wakes a bucket with state when ``W`` moves.
 - Restoring a snapshot costs more than feeding the events it holds, so the Python worker that wrote a group keeps
   it restored (:data:`_LIVE`), under the version written with it: the state store stays the truth (another worker,
   a retried task or a restart finds a different version and restores), and a group is taken out of the cache while
@@ -426,9 +427,9 @@ class Bucket:
         self.index: dict[str, list[Any]] = meta.get("index", {})
         # the event-time timer registered for this bucket (ms; None: none; UNKNOWN: a meta from before it was kept)
         self.timer: int | None = meta.get("timer", UNKNOWN)
-        # key -> the state of a group never fed, as a checkpoint written before pages kept it (in the meta); each
-        # moves to a page when next written.  Pages made it a loss: the meta is written whole every call, and with
-        # every event waiting behind the watermark it was 5.6 of its 7.2 MB at 4,000 events/s (issue 28, cut 10).
+        # key -> the state of a group never fed (its own events wait behind the watermark): kept here, in the meta
+        # written every call anyway, rather than as a blob of its own (most groups are written once like this
+        # before their first release; each blob is a state store round trip)
         self.waiting: dict[str, dict[str, Any]] = meta.get("wait", {})
         # page version -> [its groups still stored there, those written to it] (:meth:`save`); a version not here is
         # a blob of the group's own, under its key (a checkpoint written before pages)
@@ -639,15 +640,20 @@ class Bucket:
             self._let_go(key, entry[4])
 
     def save(self) -> None:
-        """Write back the groups changed in this call, fed or not, as one page under a new version (the groups kept
-        restored by this worker under it).  Pages mostly let go of are copied into this one (:meth:`_copy_sparse`)."""
+        """Write back the groups changed in this call as one page under a new version (the groups kept restored by
+        this worker under it); a group never fed into :attr:`waiting` (the meta) instead.  Pages mostly let go of
+        are copied into this one (:meth:`_copy_sparse`)."""
         t0 = time.perf_counter()
         version = uuid.uuid4().hex[:12]
         blobs: dict[str, bytes] = {}
         for key in sorted(self.touched):
             g = self.live[key]
             entry = self.index[key]
-            self._let_go(key, entry[4])
+            old, entry[4] = entry[4], None
+            self._let_go(key, old)
+            if not g.started:
+                self.waiting[key] = g.to_state()
+                continue
             self.waiting.pop(key, None)
             entry[4] = version
             blobs[key] = pack_blob(g.to_state())
@@ -807,7 +813,7 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
 
     def _bucket(self, key: Any) -> Bucket:
         """The bucket from its meta: parsed again only when this worker's copy (:data:`_METAS`) is not the stored
-        version (the meta holds every group's index entry: parsing it was ~30 ms a call)."""
+        version (the meta holds the groups waiting for their first release: parsing it was ~30 ms a call)."""
         number = self.bucket_of_key[int(key[0])]
         got = self.meta.get()
         cached = _METAS.pop((self.plan.token, number), None)  # out while this call changes it

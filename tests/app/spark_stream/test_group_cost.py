@@ -76,21 +76,9 @@ def _reducer_rows(plan: Any, n: int, t0: float = 1_700_000_000.0, tag: str = "")
     return [r[1:-1] for i, text in enumerate(lines) for r in route(plan, "f", i, text, f"f:{i}", 2**62)]
 
 
-def _strings(obj: Any) -> list[str]:
-    """Every string in a JSON value (keys and values)."""
-    if isinstance(obj, str):
-        return [obj]
-    if isinstance(obj, dict):
-        return [x for k, v in obj.items() for x in [k, *_strings(v)]]
-    if isinstance(obj, list):
-        return [x for v in obj for x in _strings(v)]
-    return []
-
-
-def test_groups_never_fed_go_to_the_page_not_the_meta() -> None:
-    """A group whose events all wait behind the watermark is written to the call's page like any other: the meta,
-    written whole every call, holds no event text (it held them all before cut 10: 5.6 of 7.2 MB at 4,000
-    events/s).  A meta that kept such groups (``wait``, before pages) goes on: each moves to a page when written."""
+def test_groups_never_fed_wait_in_the_meta() -> None:
+    """A group whose events all wait behind the watermark is kept in the bucket's meta (written every call anyway),
+    not as a blob of its own (a state store round trip each); once fed it goes to the store, and the meta lets go."""
     from app.spark.stream.state import PAGE, Bucket, compiled_for, pack_blob, page_blobs, unpack_blob
     from tests.app.spark_stream.simulate import DictStore
 
@@ -98,29 +86,20 @@ def test_groups_never_fed_go_to_the_page_not_the_meta() -> None:
     compiled = compiled_for(plan)
     store = DictStore()
     bucket = Bucket(plan, compiled, None, store, 0)
-    rows = _reducer_rows(plan, 20)
-    bucket.handle(rows, 0)  # no watermark yet: nothing released
+    bucket.handle(_reducer_rows(plan, 20), 0)  # no watermark yet: nothing released
     meta = unpack_blob(pack_blob(bucket.meta()))
-    (page,) = store
-    states = {k: unpack_blob(b) for k, b in page_blobs(store[page]).items()}
-    assert set(states) == set(meta["index"]) and not meta["wait"]
-    texts = {r[8] for r in rows}
-    assert not any(x in texts for x in _strings(meta))  # no event's text in the meta
-    assert sum(len(s["pend"]) for s in states.values()) == len(rows)
-    # as a checkpoint before pages held them
-    old = {**meta, "wait": states, "pages": {}, "index": {k: [*e[:4], None, *e[5:]] for k, e in meta["index"].items()}}
-    store.clear()
-    later = Bucket(plan, compiled, old, store, 0)
+    assert not store and meta["wait"] and set(meta["wait"]) == set(meta["index"])
+    later = Bucket(plan, compiled, meta, store, 0)
     later.handle([], int((1_700_000_000.0 + 100) * 1000))  # past them: released
     assert later.index and not later.waiting
     (page,) = store  # the groups fed in this call: one page, one state store write
     assert page.startswith(PAGE) and set(page_blobs(store[page])) == set(later.index)
 
 
-def test_an_older_checkpoints_unfed_group_blob_moves_to_a_page() -> None:
+def test_an_older_checkpoints_unfed_group_blob_moves_to_the_meta() -> None:
     """A checkpoint written before :attr:`Bucket.waiting` stored never-fed groups as blobs: such a group restores
-    from its blob, and its next write moves it to the call's page and removes the blob (no orphan left)."""
-    from app.spark.stream.state import PAGE, Bucket, compiled_for, page_blobs, unpack_blob
+    from its blob, and its next write moves it to the meta and removes the blob (no orphan left in the store)."""
+    from app.spark.stream.state import Bucket, compiled_for, pack_blob
     from tests.app.spark_stream.simulate import DictStore
 
     plan = stream_plan(buckets=1)
@@ -130,16 +109,13 @@ def test_an_older_checkpoints_unfed_group_blob_moves_to_a_page() -> None:
     rows = _reducer_rows(plan, 4)
     first.handle(rows, 0)  # no watermark yet: nothing released
     old_meta = first.meta()
-    (page,) = store
-    for key, blob in page_blobs(store.pop(page)).items():  # as the older code wrote them
-        store.put(key, bytes(blob))
+    for key, state in old_meta.pop("wait").items():  # as the older code wrote them
+        store.put(key, pack_blob(state))
         old_meta["index"][key][4] = "v-old"
-    old_meta["pages"] = {}
     bucket = Bucket(plan, compiled, old_meta, store, 0)
     again = _reducer_rows(plan, 4, t0=1_700_000_000.5, tag="b")  # the same jobs and tasks: every group written
     bucket.handle(again, 0)
-    (page,) = store
-    assert page.startswith(PAGE)
-    states = {k: unpack_blob(b) for k, b in page_blobs(store[page]).items()}
-    assert set(states) == set(bucket.index) and not bucket.waiting
-    assert sum(len(s["pend"]) for s in states.values()) == len(rows) + len(again)
+    assert not store
+    assert all(entry[4] is None for entry in bucket.index.values()) and set(bucket.waiting) == set(bucket.index)
+    pend = sum(len(s["pend"]) for s in bucket.waiting.values())
+    assert pend == len(rows) + len(again)

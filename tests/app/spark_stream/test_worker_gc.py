@@ -172,7 +172,7 @@ class _Expired:
 def test_a_meta_is_parsed_again_only_when_another_worker_wrote_it(
     thawed: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The bucket's meta (it holds every group's index entry) is parsed only when this worker's copy
+    """The bucket's meta (it holds the groups waiting for their first release) is parsed only when this worker's copy
     is not the stored version, and not written when a call left it unchanged; an older checkpoint's meta (no version)
     still reads."""
     import types
@@ -218,6 +218,5 @@ def test_a_meta_is_parsed_again_only_when_another_worker_wrote_it(
     rows = [r[1:-1] for i, text in enumerate(later) for r in route(plan, "f", 9, text, "f:9", 2**62)]
     list(proc.handleInputRows((0,), iter([pd.DataFrame(rows, columns=COLS)]), _Clock(wm)))
     assert handle.value.v[0][:1] == state.META_V1
-    bucket = proc._bucket((0,))
-    groups = [bucket.group(int(k.split("|", 1)[0]), k.split("|", 1)[1]) for k in bucket.index]
-    assert sum(len(g.pending) for g in groups) == len(lines) + 1  # the older meta's events and the new one
+    waiting = proc._bucket((0,)).waiting
+    assert sum(len(g["pend"]) for g in waiting.values()) == len(lines) + 1  # the older meta's events and the new one
