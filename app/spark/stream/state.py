@@ -18,9 +18,10 @@ Why this shape, and why it gives ``hcep match``'s records:
 - The state is the evaluators' ``snapshot()`` (plain JSON, zlib-compressed) per group, the groups a call wrote
   together as one page in a ``MapState`` (:func:`pack_page`: one round trip a call), and one ``ValueState`` per
   bucket: its last release point, its keyless log, a small index of its groups (so a batch
-  loads only the groups that have work, and writes only those it changed) and the groups never fed yet (their own
-  events waiting behind ``W``: most groups are written once so before their first release, and a blob of their
-  own would cost a state store round trip each).  An event-time timer wakes a bucket with state when ``W`` moves.
+  loads only the groups that have work, and writes only those it changed), its pages' counts, and the groups never
+  fed yet (their own events waiting behind ``W``: most groups are written once so before their first release, and
+  a blob of their own, rewritten as their events arrive, cost more in Spark than the meta they swell: issue 28,
+  cut 10).  An event-time timer wakes a bucket with state when ``W`` moves.
 - Restoring a snapshot costs more than feeding the events it holds, so the Python worker that wrote a group keeps
   it restored (:data:`_LIVE`), under the version written with it: the state store stays the truth (another worker,
   a retried task or a restart finds a different version and restores), and a group is taken out of the cache while
@@ -428,8 +429,8 @@ class Bucket:
         # the event-time timer registered for this bucket (ms; None: none; UNKNOWN: a meta from before it was kept)
         self.timer: int | None = meta.get("timer", UNKNOWN)
         # key -> the state of a group never fed (its own events wait behind the watermark): kept here, in the meta
-        # written every call anyway, rather than as a blob of its own (most groups are written once like this
-        # before their first release; each blob is a state store round trip)
+        # written every call anyway, rather than as a blob in the call's page (most groups are written once like
+        # this before their first release; as blobs, rewritten as their events came, they cost the JVM more: cut 10)
         self.waiting: dict[str, dict[str, Any]] = meta.get("wait", {})
         # page version -> [its groups still stored there, those written to it] (:meth:`save`); a version not here is
         # a blob of the group's own, under its key (a checkpoint written before pages)
