@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACK = ROOT / "queries" / "hadoop.yaml"
 KEYLESS = "Metric,LoadStd,Balance,Imbalance"
 SESSION_UP = "hcep stream: SparkSession up"
-#: ``--floor``'s stand-in for ``app.cli``: ``hcep stream`` with an operator that keeps nothing.
+#: ``--operators floor``'s stand-in for ``app.cli``: ``hcep stream`` with an operator that keeps nothing.
 FLOOR = "benchmarks.stream_floor"
 
 

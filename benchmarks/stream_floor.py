@@ -14,10 +14,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from app.spark.stream.state import OUT_COLUMNS, clock_row
-
-#: The columns :class:`app.spark.stream.state.BucketProcessor` reads of each row.
-COLUMNS = ["fid", "gkey", "kind", "seq", "mid2", "tlo", "thi", "etype", "json", "origin", "pos", "primary"]
+from app.spark.stream.state import IN_COLUMNS, OUT_COLUMNS, clock_row
 
 
 def _base() -> type:
@@ -40,7 +37,7 @@ class FloorProcessor(_base()):  # type: ignore[misc]
 
         n = 0
         for pdf in rows:
-            n += len(list(zip(*(pdf[c].tolist() for c in COLUMNS), strict=True)))
+            n += len(list(zip(*(pdf[c].tolist() for c in IN_COLUMNS), strict=True)))
         yield pd.DataFrame([clock_row(timerValues.getCurrentWatermarkInMs(), n, 0)], columns=OUT_COLUMNS)
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:  # noqa: N802, N803

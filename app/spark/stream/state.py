@@ -53,6 +53,8 @@ IN_SCHEMA = (
     "bucket int, fid int, gkey string, kind string, seq long, mid2 long, tlo long, thi long, etype string, "
     "json string, origin string, pos long, primary boolean"
 )
+#: The columns of :data:`IN_SCHEMA` the operator reads of each row (``bucket`` is its state key).
+IN_COLUMNS = [c.split()[0] for c in IN_SCHEMA.split(", ")][1:]
 #: What the operator returns: ``record`` rows, ``dead`` letters, and one ``clock`` row per call (watermark, counts).
 OUT_SCHEMA = (
     "kind string, query string, match string, confidence double, start double, `end` double, ret string, "
@@ -508,9 +510,13 @@ class Bucket:
             return
         counts[0] -= 1
         if counts[0] <= 0:
-            del self.pages[version]
-            self.store.remove(PAGE + version)
-            _PAGES.pop((self.plan.token, self.number, version), None)
+            self._remove_page(version)
+
+    def _remove_page(self, version: str) -> None:
+        """A page none of the bucket's groups reads any more: out of the store, the counts and this worker."""
+        del self.pages[version]
+        self.store.remove(PAGE + version)
+        _PAGES.pop((self.plan.token, self.number, version), None)
 
     def handle(self, rows: Iterable[tuple], wm_ms: int) -> list[tuple]:
         """One call: buffer the new rows (late ones dead-lettered), release up to the watermark, expire quiet groups;
@@ -691,9 +697,7 @@ class Bucket:
                 cached = _LIVE.get(at)
                 if cached is not None and cached[0] == old:  # the same state: still restored under its new version
                     _LIVE[at] = (version, cached[1])
-            del self.pages[old]
-            self.store.remove(PAGE + old)
-            _PAGES.pop((self.plan.token, self.number, old), None)
+            self._remove_page(old)
 
 
 # ------------------------------------------------------------------------------------------------ Spark adapter
@@ -874,10 +878,9 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
         with operator_call():
             wm = timerValues.getCurrentWatermarkInMs()
             bucket = self._bucket(key)
-            cols = ["fid", "gkey", "kind", "seq", "mid2", "tlo", "thi", "etype", "json", "origin", "pos", "primary"]
             flat: list[tuple] = []
             for pdf in rows:
-                flat.extend(zip(*(pdf[c].tolist() for c in cols), strict=True))
+                flat.extend(zip(*(pdf[c].tolist() for c in IN_COLUMNS), strict=True))
             frame = self._finish(bucket, wm, bucket.handle(flat, wm))
         if frame is not None:
             yield frame
