@@ -30,6 +30,7 @@ from types import ModuleType
 MODULES = (
     "contracts.records",
     "engine.events",
+    "engine.snapshot",
     "engine.output",
     "engine.onepass",
     "engine.plan.predicates",

@@ -29,8 +29,9 @@ class SnapshotError(ValueError):
     """A snapshot that does not fit the evaluator it is restored into (kind, version or query)."""
 
 
-def enc_float(x: float) -> float | str:
-    """A time or bound as plain JSON: infinities become strings (JSON has no infinity)."""
+def enc_float(x: Any) -> Any:
+    """A time or bound as plain JSON: infinities become strings (JSON has no infinity).  An int passes as itself
+    (GRETA's exact sums): typed ``Any`` so that the compiled module neither refuses nor converts it."""
     if x == math.inf:
         return "inf"
     if x == -math.inf:
@@ -38,13 +39,13 @@ def enc_float(x: float) -> float | str:
     return x
 
 
-def dec_float(x: float | str) -> float:
-    """The inverse of :func:`enc_float`."""
+def dec_float(x: Any) -> Any:
+    """The inverse of :func:`enc_float` (an int comes back as itself)."""
     if x == "inf":
         return math.inf
     if x == "-inf":
         return -math.inf
-    return x  # type: ignore[return-value]
+    return x
 
 
 class EventCodec:

@@ -38,10 +38,18 @@ def key_column(attr: str) -> str:
     return "k_" + "".join(ch if ch.isalnum() else "_" for ch in attr)
 
 
+_encode_str = json.encoder.encode_basestring_ascii
+
+
 def canonical_key(value: Any) -> str | None:
     """A partition value as a string that is equal exactly when the engine's pools see equal keys (1 == 1.0 == True)."""
     if value is None:
         return None
+    kind = type(value)
+    if kind is str:  # what json.dumps writes for a string (ensure_ascii), without its dispatch (the router's hot path)
+        return _encode_str(value)
+    if kind is int:
+        return int.__repr__(value)
     if isinstance(value, bool) or (isinstance(value, float) and value.is_integer()):
         value = int(value)
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
