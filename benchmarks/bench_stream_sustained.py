@@ -32,6 +32,8 @@ Per rate (its own ``hcep stream`` process, its own JVM):
 - ``--operators hcep floor`` runs each rate a second time as ``<master> floor``: the same query with its
   operator swapped for one that reads its rows and keeps nothing (:mod:`benchmarks.stream_floor`): what Spark,
   PySpark and the router cost, which no cut to the operator can give back.
+- ``--buckets N`` / ``--partitions N`` are ``hcep stream``'s (default: its own, 2 x the cores each): how the
+  operator's work is cut into tasks.
 """
 
 from __future__ import annotations
@@ -271,6 +273,8 @@ def run_rate(
     pack: Path = PACK,
     trigger: float = DEFAULT_TRIGGER,
     floor: bool = False,
+    buckets: int | None = None,
+    partitions: int | None = None,
 ) -> dict[str, Any]:
     seconds = max(int(minutes * 60), 10)
     trace = Trace(rate, seconds)
@@ -281,6 +285,10 @@ def run_rate(
     argv = [sys.executable, "-m", FLOOR if floor else "app.cli", "stream", "--pack", str(pack), "--input", str(in_dir)]
     argv += ["--output", str(out), "--checkpoint", str(ck), "--master", master, "--keyless-types", KEYLESS]
     argv += ["--trigger", str(trigger)]  # micro-batches at most this often (0: back to back)
+    if buckets is not None:
+        argv += ["--buckets", str(buckets)]
+    if partitions is not None:
+        argv += ["--partitions", str(partitions)]
     log_path = work / "stream.log"
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     with log_path.open("w") as log:
@@ -535,6 +543,8 @@ def main(argv: list[str] | None = None) -> int:
         const=str(ROOT / ".run" / "spark-cluster"),
         help="a spark:// master is deploy/spark/cluster-start.sh's with this run dir: count its executors' CPU",
     )
+    parser.add_argument("--buckets", type=int, help="hcep stream --buckets N (default: its own, 2 x cores)")
+    parser.add_argument("--partitions", type=int, help="hcep stream --partitions N (default: its own, 2 x cores)")
     parser.add_argument("--reference-events", type=int, default=200_000, help="events for hcep match / hcep run")
     parser.add_argument("--bootstrap", help="Kafka broker for the hcep run row (default: start one)")
     parser.add_argument("--no-run", action="store_true", help="no hcep run row (no broker)")
@@ -569,6 +579,8 @@ def main(argv: list[str] | None = None) -> int:
                         args.pack,
                         args.trigger,
                         floor,
+                        args.buckets,
+                        args.partitions,
                     )
                     rows.append(row)
                     print(table([row], COLUMNS), flush=True)

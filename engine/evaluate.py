@@ -221,21 +221,14 @@ class PackRunner:
         self.by_name = {cq.name: spec for spec, cq in zip(specs, cqs, strict=True)}
         self.cqs = cqs
         self.limits = limits
-        make = make_matcher if kind is None else registered()[kind].cls
-        self.matchers: list[Evaluator] = [make(cq, umax) for cq in self.cqs]
-        for m in self.matchers:
-            m.set_limits(self.limits)
-        # Growing runs as increments (docs/semantics.md section 5): what hcep run stores and publishes; lazy ids when
-        # the records only meet the alert rules (hcep match --alerts).
-        for m in self.matchers:
-            m.set_output(increments=increments, lazy_ids=lazy_ids)
-        self.pairs = list(zip(self.specs, self.matchers, strict=True))
+        kinds = registered()
+        self._makers: list[Callable[[CompiledQuery, int], Evaluator]] = [
+            kinds[choose_evaluator(cq) if kind is None else kind].cls for cq in cqs
+        ]
+        self._output = (increments, lazy_ids)
         self.windows = [cq.window for cq in self.cqs]
         self.shedding = config
-        # One pass over the pack (PackFeeder): each event reaches only the queries that name its type; the records
-        # and their order are those of feeding every query in turn.
-        self.feeder = PackFeeder(self.matchers, umax)
-        self.shedder = SheddingMatcher(self.matchers, self.shedding, feeder=self.feeder) if shed else None
+        self._shed = shed
         # Under the skipping strategies an event of a type no query names changes nothing: do not feed it.
         types: set[str] = set()
         for cq in self.cqs:
@@ -246,6 +239,34 @@ class PackRunner:
             types |= needed
         else:
             self.types = frozenset(types)
+        self._start()
+
+    def _start(self) -> None:
+        """The evaluators, nothing fed yet, and what feeds them."""
+        umax = self.umax
+        self.matchers: list[Evaluator] = [make(cq, umax) for make, cq in zip(self._makers, self.cqs, strict=True)]
+        increments, lazy_ids = self._output
+        for m in self.matchers:
+            m.set_limits(self.limits)
+            # Growing runs as increments (docs/semantics.md section 5): what hcep run stores and publishes; lazy ids
+            # when the records only meet the alert rules (hcep match --alerts).
+            m.set_output(increments=increments, lazy_ids=lazy_ids)
+        self.pairs = list(zip(self.specs, self.matchers, strict=True))
+        # One pass over the pack (PackFeeder): each event reaches only the queries that name its type; the records
+        # and their order are those of feeding every query in turn.
+        self.feeder = PackFeeder(self.matchers, umax)
+        self.shedder = SheddingMatcher(self.matchers, self.shedding, feeder=self.feeder) if self._shed else None
+
+    def fresh(self) -> PackRunner:
+        """A runner of the same queries and settings with nothing fed: what :meth:`of` would build, without deciding
+        again what depends on the queries alone (each query's evaluator, the types worth feeding).  The Spark
+        operator makes one for every new group, thousands a second."""
+        new = PackRunner.__new__(PackRunner)
+        new.__dict__.update(
+            {k: v for k, v in self.__dict__.items() if k not in ("matchers", "pairs", "feeder", "shedder")}
+        )
+        new._start()
+        return new
 
     def feed(self, ev: Event, arrival: float | None = None) -> list[tuple[Any, Record]]:
         """The match records ``ev`` completes, with the spec of the query of each.  ``arrival``: when the event could

@@ -70,3 +70,27 @@ def test_of_applies_limits_and_restores_its_snapshot() -> None:
     b = PackRunner.of(cqs, 0)
     b.restore(a.snapshot())
     assert _ids(first + b.feed_many(events[300:]) + b.flush()) == _ids(first + a.feed_many(events[300:]) + a.flush())
+
+
+def test_fresh_runners_start_empty_and_run_as_built_ones() -> None:
+    """PackRunner.fresh (the Spark operator's new groups) gives what a newly built runner gives, with its own state:
+    feeding one copy leaves the runner it came from, and the next copy, as they were."""
+    pack = parse_pack(PACK)
+    cqs = [compile_spec(q, pack.tick) for q in pack.queries]
+    events = _events(600)
+    template = PackRunner.of(cqs, 3, limits=Limits(50, None), increments=True, specs=list(pack.queries))
+    empty = template.snapshot()
+    built = PackRunner.of(cqs, 3, limits=Limits(50, None), increments=True, specs=list(pack.queries))
+    want = _ids([p for ev in events for p in built.feed(ev)] + built.flush())
+    assert want
+    first = template.fresh()
+    assert first.snapshot() == empty and first.matchers is not template.matchers
+    assert _ids([p for ev in events for p in first.feed(ev)] + first.flush()) == want
+    assert first.limit_drops() == built.limit_drops() and first.types == built.types
+    assert template.snapshot() == empty
+    second = template.fresh()
+    assert second.snapshot() == empty
+    half = [p for ev in events[:300] for p in second.feed(ev)]
+    again = PackRunner.of(cqs, 3, limits=Limits(50, None), increments=True, specs=list(pack.queries))
+    again.restore(second.snapshot())
+    assert _ids(half + [p for ev in events[300:] for p in again.feed(ev)] + again.flush()) == want

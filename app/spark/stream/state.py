@@ -84,6 +84,10 @@ PAGE_LIVE_SHARE = 0.5
 PAGES_COPIED = 8
 #: A bucket's meta as this worker last wrote or read it: (plan token, bucket) -> (version, its JSON, the meta).
 _METAS: dict[tuple[str, int], tuple[bytes, bytes, dict[str, Any]]] = {}
+#: This worker's runner per (plan token, full matches, umax, a group's queries), never fed: a new group's is its
+#: ``fresh()`` copy (the evaluators chosen and the types worth feeding decided once, not for every new group: issue
+#: 28, cut 12).  The compiled queries it was built over are kept beside it (another plan builds its own).
+_TEMPLATES: dict[tuple[str, bool, int, tuple[int, ...]], tuple[list[Any], Any]] = {}
 #: A meta blob: this byte, a 12-byte version, then the zlib'd JSON (an older checkpoint's: :func:`pack_blob`'s).
 META_V1 = b"\x01"
 
@@ -222,15 +226,22 @@ class StreamGroup:
     def runner(self) -> Any:
         """The group's queries, built on first use (making them is most of a new group's cost)."""
         if self._runner is None:
-            from app.spark.batch_plan import plans_limits
-            from engine.evaluate import PackRunner
+            at = (self.plan.token, self.plan.full_matches, self.plan.umax, tuple(self.queries))
+            got = _TEMPLATES.get(at)
+            if got is None or got[0] is not self.compiled:
+                from app.spark.batch_plan import plans_limits
+                from engine.evaluate import PackRunner
 
-            self._runner = PackRunner.of(
-                [self.compiled[q] for q in self.queries],
-                self.plan.umax,
-                limits=plans_limits(self.plan.plans),
-                increments=not self.plan.full_matches,  # growing runs as chains (semantics section 5)
-            )
+                template = PackRunner.of(
+                    [self.compiled[q] for q in self.queries],
+                    self.plan.umax,
+                    limits=plans_limits(self.plan.plans),
+                    increments=not self.plan.full_matches,  # growing runs as chains (semantics section 5)
+                )
+                if len(_TEMPLATES) >= 64:  # plans come and go in one process only in tests
+                    _TEMPLATES.clear()
+                got = _TEMPLATES[at] = (self.compiled, template)
+            self._runner = got[1].fresh()
         return self._runner
 
     def new_drops(self) -> dict[str, int]:
