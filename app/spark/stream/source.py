@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from app.spark.events import canonical_key
 from app.spark.stream.plan import KEYLESS_GROUP, WHOLE_GROUP, StreamPlan
 from app.spark.stream.state import BAD, KEYLESS, MARKER, OWN
-from engine.events import SLOW, EventDecoder, EventError, decoder_for, fast_value
+from engine.events import SLOW, EventError, decoder_for, fast_value
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -37,13 +37,15 @@ ROUTED_SCHEMA = (
     "json string, origin string, pos long, primary boolean, wt double"
 )
 _POS_BITS = 52
+_POS_MASK = (1 << _POS_BITS) - 1
 
 
-def seq_of(origin: str, pos: int) -> int:
+def seq_of(origin: str, pos: int, base: int | None = None) -> int:
     """Ten bits of the origin's hash, then the position: stable across runs, a Spark long, and the order of a file's
     lines -- but not unique: two files whose hashes agree in those bits share a seq at each line (a stream of one file
-    a second has hundreds of such pairs after ten minutes).  Nothing may take a seq for an event's identity alone."""
-    return seq_base(origin) | (pos & _POS_MASK)
+    a second has hundreds of such pairs after ten minutes).  Nothing may take a seq for an event's identity alone.
+    ``base``: :func:`seq_base` of ``origin``, when the caller has it."""
+    return (seq_base(origin) if base is None else base) | (pos & _POS_MASK)
 
 
 def seq_base(origin: str) -> int:
@@ -51,22 +53,11 @@ def seq_base(origin: str) -> int:
     return (zlib.crc32(origin.encode()) & 0x3FF) << _POS_BITS
 
 
-_POS_MASK = (1 << _POS_BITS) - 1
-
-
 def route(
-    plan: StreamPlan,
-    origin: str,
-    pos: int,
-    text: str,
-    default_id: str,
-    max_width: int,
-    base: int | None = None,
-    decoder: EventDecoder | None = None,
+    plan: StreamPlan, origin: str, pos: int, text: str, default_id: str, max_width: int, base: int | None = None
 ) -> list[tuple]:
     """The routed rows of one line (see the module doc); ``wt``: the event's point in seconds (the watermark's).
-    ``base``: :func:`seq_base` of ``origin`` and ``decoder``: the plan's tick's, when the caller has them (the
-    router, once per frame: per line they were a tenth of its time)."""
+    ``base``: :func:`seq_base` of ``origin``, when the caller has it (the router, once per file)."""
     text = text.strip()
     if not text:
         return []
@@ -80,12 +71,12 @@ def route(
             return [_bad(f"invalid: not JSON ({str(err)[:80]})", origin, pos, text)]
     if isinstance(obj, dict) and END_KEY in obj and "type" not in obj:
         return [(b, 0, None, MARKER, 0, 0, 0, 0, "", "", origin, pos, False, 0.0) for b in range(plan.buckets)]
-    seq = (seq_base(origin) if base is None else base) | (pos & _POS_MASK)
+    seq = seq_of(origin, pos, base)
     if isinstance(obj, dict) and "id" not in obj:
         obj["id"] = default_id
         text = json.dumps(obj)
     try:
-        ev = (decoder_for(plan.tick) if decoder is None else decoder).event(obj, seq)
+        ev = decoder_for(plan.tick).event(obj, seq)
     except EventError as err:
         return [_bad(f"invalid: {err}", origin, pos, text)]
     if ev.thi - ev.tlo > max_width:
@@ -156,7 +147,6 @@ def router(plan: StreamPlan, max_width: int) -> Any:
     """``mapInPandas`` body: :data:`LINES_SCHEMA` (one row per file or message) -> :data:`ROUTED_SCHEMA`."""
 
     def body(frames: Iterator[Any]) -> Iterator[Any]:
-        decoder = decoder_for(plan.tick)
         for pdf in frames:
             out: list[tuple] = []
             for origin, pos, text in zip(pdf["origin"], pdf["pos"], pdf["text"], strict=True):
@@ -172,7 +162,7 @@ def router(plan: StreamPlan, max_width: int) -> Any:
                     else:
                         at = i
                         eid = f"{file}:{i}"
-                    out.extend(route(plan, name, at, line, eid, max_width, base, decoder))
+                    out.extend(route(plan, name, at, line, eid, max_width, base))
             yield routed_frame(out)
 
     return body
