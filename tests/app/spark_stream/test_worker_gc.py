@@ -173,11 +173,11 @@ def test_a_meta_is_parsed_again_only_when_another_worker_wrote_it(
     thawed: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bucket's meta (it holds the groups waiting for their first release) is parsed only when this worker's copy
-    is not the stored version, and not written when a call left it unchanged; an older checkpoint's meta (no version)
-    still reads."""
-    import types
+    is not the stored version, and not written when a call left it unchanged; older checkpoints' metas (zlib'd, with
+    a version or without) still read."""
     import zlib
 
+    import orjson
     import pandas as pd
 
     from app.spark.stream import state
@@ -189,11 +189,13 @@ def test_a_meta_is_parsed_again_only_when_another_worker_wrote_it(
     proc.init(handle)
     parsed: list[int] = []
 
-    def decompress(data: bytes) -> bytes:
-        parsed.append(len(data))
-        return zlib.decompress(data)
+    unpack_meta = state._unpack_meta
 
-    monkeypatch.setattr(state, "zlib", types.SimpleNamespace(compress=zlib.compress, decompress=decompress))
+    def counted(blob: bytes) -> bytes:
+        parsed.append(len(blob))
+        return unpack_meta(blob)
+
+    monkeypatch.setattr(state, "_unpack_meta", counted)
     state._METAS.clear()
     t0 = 1_700_000_000.0
     lines = [
@@ -204,19 +206,20 @@ def test_a_meta_is_parsed_again_only_when_another_worker_wrote_it(
     wm = int(t0 * 1000)
     list(proc.handleInputRows((0,), iter([pd.DataFrame(rows, columns=COLS)]), _Clock(wm)))
     written = handle.value.v
-    assert written[0][:1] == state.META_V1 and handle.timers == {wm + 1}
+    assert written[0][:1] == state.META_V2 and handle.timers == {wm + 1}
     list(proc.handleExpiredTimer((0,), _Clock(wm), _Expired(wm - 5)))  # an older timer: nothing changes
     assert handle.value.v is written and not parsed  # neither parsed nor written again
     state._METAS.clear()  # the bucket's next task runs on another worker
     list(proc.handleExpiredTimer((0,), _Clock(wm), _Expired(wm - 5)))
     assert len(parsed) == 1 and handle.value.v is written
-    # an older checkpoint's meta: pack_blob's zlib'd JSON without a version
-    bucket = proc._bucket((0,))
-    handle.value.v = (state.pack_blob(bucket.meta()),)
-    state._METAS.clear()
-    later = [json.dumps({"type": "Reducer", "ts": t0 + 20, "job_id": "j", "task_id": "t9", "id": "r9"})]
-    rows = [r[1:-1] for i, text in enumerate(later) for r in route(plan, "f", 9, text, "f:9", 2**62)]
-    list(proc.handleInputRows((0,), iter([pd.DataFrame(rows, columns=COLS)]), _Clock(wm)))
-    assert handle.value.v[0][:1] == state.META_V1
-    waiting = proc._bucket((0,)).waiting
-    assert sum(len(g["pend"]) for g in waiting.values()) == len(lines) + 1  # the older meta's events and the new one
+    # older checkpoints' metas: zlib'd JSON without a version (as pack_blob wrote them), then with one (META_V1)
+    raw = orjson.dumps(proc._bucket((0,)).meta())
+    for n, older in enumerate([zlib.compress(raw, 1), state.META_V1 + b"0123456789ab" + zlib.compress(raw, 1)]):
+        handle.value.v = (older,)
+        state._METAS.clear()
+        later = [json.dumps({"type": "Reducer", "ts": t0 + 20, "job_id": "j", "task_id": f"t9{n}", "id": f"r9{n}"})]
+        rows = [r[1:-1] for i, text in enumerate(later) for r in route(plan, "f", 9, text, "f:9", 2**62)]
+        list(proc.handleInputRows((0,), iter([pd.DataFrame(rows, columns=COLS)]), _Clock(wm)))
+        assert handle.value.v[0][:1] == state.META_V2
+        waiting = proc._bucket((0,)).waiting
+        assert sum(len(g["pend"]) for g in waiting.values()) == len(lines) + 1  # the older meta's events and the new
