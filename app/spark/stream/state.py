@@ -16,9 +16,7 @@ Why this shape, and why it gives ``hcep match``'s records:
   match: it is flushed (its pending records come out, as at the end of ``hcep match``'s input) and removed, so
   quiet keys leak no state.  An end-of-input marker (``--available-now``) releases and flushes everything.
 - The state is the evaluators' ``snapshot()`` (plain JSON, LZ4-compressed) per group, the groups a call wrote
-  together as one page in a ``MapState`` (:func:`pack_page`: one round trip a call), the texts of the own events
-  a call buffered as one value there too (:func:`pack_texts`: a waiting event holds a reference into them, so its
-  text is written once, not in every meta or page until it is released), and one ``ValueState`` per
+  together as one page in a ``MapState`` (:func:`pack_page`: one round trip a call), and one ``ValueState`` per
   bucket: its last release point, its keyless log, a small index of its groups (so a batch
   loads only the groups that have work, and writes only those it changed), its pages' counts, and the groups never
   fed yet (their own events waiting behind ``W``: most groups are written once so before their first release, and
@@ -122,44 +120,6 @@ def unpack_blob(blob: bytes | bytearray | memoryview) -> Any:
 
 #: The ``MapState`` key of a page (:func:`pack_page`) is this and its version; a group's key is ``fid|gkey``.
 PAGE = "@"
-#: The ``MapState`` key of a call's texts (:func:`pack_texts`) is this and its version.
-TEXTS = "%"
-#: A pending event's text is kept as a reference ``call << TEXT_BITS | position`` into the texts its call wrote.
-TEXT_BITS = 32
-TEXT_MASK = (1 << TEXT_BITS) - 1
-#: The texts (:func:`pack_texts`) this worker wrote or read: (plan token, bucket, version) -> its texts; within
-#: :data:`TEXT_BYTES`, least recently used out (a text set never changes under its version).
-_TEXTS: OrderedDict[tuple[str, int, str], tuple[int, list[bytes]]] = OrderedDict()
-TEXT_BYTES = 64 << 20
-
-
-def pack_texts(texts: list[bytes]) -> bytes:
-    """A call's new keyed events' texts as one state value: :data:`BLOB_LZ4`, then an LZ4 block of the header's
-    length (4 bytes, big-endian), the header (JSON: each text's length) and the texts one after another."""
-    import lz4.block
-    import orjson
-
-    head = orjson.dumps([len(t) for t in texts])
-    return BLOB_LZ4 + lz4.block.compress(b"".join([len(head).to_bytes(4, "big"), head, *texts]))
-
-
-def texts_of(blob: bytes | bytearray | memoryview) -> list[bytes]:
-    import lz4.block
-    import orjson
-
-    view = memoryview(blob)
-    if view[:1] != BLOB_LZ4:
-        raise ValueError(f"not a call's texts (first byte {bytes(view[:1])!r})")
-    raw = lz4.block.decompress(view[1:])
-    n = int.from_bytes(raw[:4], "big")
-    at = 4 + n
-    out = []
-    for size in orjson.loads(raw[4:at]):
-        out.append(raw[at : at + size])
-        at += size
-    return out
-
-
 #: A page: this byte, the header's length (4 bytes, big-endian), the header, the groups' blobs one after another.
 PAGE_V1 = b"\x02"
 
@@ -341,23 +301,18 @@ class StreamGroup:
         final: bool = False,
         shared_events: dict[tuple[int, str], Any] | None = None,
         width: int | None = None,
-        text_of: Any = None,
     ) -> int:
         """Feed, in order, the own events before ``w`` and the keyless events of ``log`` this group needs: once
         started, those it has not considered yet (``[fed_to, w)``); on the first release, those before ``w`` within
         the left margin of its first event; ``final`` (the group expires: no own event can follow), only those within
         the right margin of its last.  Returns the number of events fed.  ``log`` is in ``(mid2, seq)`` order;
-        ``width``: its widest event's ``thi - tlo`` (ticks), when the caller knows it; ``text_of``: an own event's
-        text (UTF-8) from its reference (:meth:`Bucket.text`), for those kept so.
+        ``width``: its widest event's ``thi - tlo`` (ticks), when the caller knows it.
 
         A keyed group is released only when its own events are due or it expires: keyless events wait in the
         bucket's log until then (the same events in the same order, fed later), so a quiet group costs nothing."""
         from engine.events import loads_exact
 
-        def loads(text: str | int) -> Any:  # Python's value at orjson's speed (the texts are valid JSON: the router's)
-            if type(text) is int:  # a reference into the texts of the call that buffered it
-                return loads_exact(text_of(text))
-            assert isinstance(text, str)
+        def loads(text: str) -> Any:  # Python's value at orjson's speed (the texts are valid JSON: the router's)
             return loads_exact(text.encode("utf-8", "surrogatepass"))
 
         w2 = 2 * w
@@ -506,12 +461,6 @@ class Bucket:
         # page version -> [its groups still stored there, those written to it] (:meth:`save`); a version not here is
         # a blob of the group's own, under its key (a checkpoint written before pages)
         self.pages: dict[str, list[int]] = meta.get("pages", {})
-        # call number -> [the version of the texts it wrote (:func:`pack_texts`), their greatest mid2]: an own event
-        # waiting for release keeps a reference into them (``call << TEXT_BITS | position``), not its text, so its
-        # text is written once, when it comes, and not again in every meta or page until its release (cut 13)
-        self.texts: dict[str, list[Any]] = meta.get("texts", {})
-        self.next_call: int = meta.get("tcall", 0)
-        self._texts_read: dict[int, list[bytes]] = {}  # call -> its texts, read in this call
         self.fams = {f.fid: f for f in plan.families}
         self.live: dict[str, StreamGroup] = {}
         self.touched: set[str] = set()
@@ -529,12 +478,10 @@ class Bucket:
             "timer": self.timer,
             "wait": self.waiting,
             "pages": self.pages,
-            "texts": self.texts,
-            "tcall": self.next_call,
         }
 
     def empty(self) -> bool:
-        return not self.index and not any(self.log.values()) and not self.texts
+        return not self.index and not any(self.log.values())
 
     def group(self, fid: int, gkey: str) -> StreamGroup:
         key = f"{fid}|{gkey}"
@@ -605,10 +552,6 @@ class Bucket:
         end = False
         new_keyless: set[int] = set()
         buffered: dict[str, StreamGroup] = {}
-        call = self.next_call << TEXT_BITS
-        texts: list[bytes] = []
-        text_at: dict[str, int] = {}  # an event's rows for several families share its text
-        top = -(2**62)  # the greatest mid2 buffered
         for fid, gkey, kind, seq, mid2, tlo, thi, etype, text, origin, pos, primary in rows:
             if kind == MARKER:
                 end = True
@@ -625,16 +568,8 @@ class Bucket:
                 new_keyless.add(fid)
             else:
                 g = self.group(fid, gkey)
-                at = text_at.get(text)
-                if at is None:
-                    at = text_at[text] = len(texts)
-                    texts.append(text.encode("utf-8", "surrogatepass"))
-                g.pending.append([mid2, seq, tlo, thi, call | at, etype])
+                g.pending.append([mid2, seq, tlo, thi, text, etype])
                 buffered[f"{fid}|{gkey}"] = g
-                if mid2 > top:
-                    top = mid2
-        if texts:
-            self._write_texts(texts, top)
         for g in buffered.values():  # once a group, not once an event (min_pending reads all its pending events)
             self._index(g)
         for fid in new_keyless:
@@ -642,7 +577,6 @@ class Bucket:
             if self.fams[fid].keyless and self.plan.bucket_of(fid, KEYLESS_GROUP) == self.number:
                 self._index(self.group(fid, KEYLESS_GROUP))  # it sees every keyless event from the start
         fed = self.release(INF if end else w, out)
-        self._texts_released(INF if end else w)
         if end:
             for key in list(self.index):
                 fid, gkey = key.split("|", 1)
@@ -700,67 +634,15 @@ class Bucket:
             if width is None:
                 width = widths[fid] = max_width(log)
             if due:
-                fed += g.release(
-                    w, log, self.decode, out, shared_events=self.shared_events, width=width, text_of=self.text
-                )
+                fed += g.release(w, log, self.decode, out, shared_events=self.shared_events, width=width)
                 self._index(g)
             if g.expired(w):
-                fed += g.release(
-                    w,
-                    log,
-                    self.decode,
-                    out,
-                    final=True,
-                    shared_events=self.shared_events,
-                    width=width,
-                    text_of=self.text,
-                )
+                fed += g.release(w, log, self.decode, out, final=True, shared_events=self.shared_events, width=width)
                 g.flush(out)
                 self._drop(key)
         self.released = w
         self._prune(w)
         return fed
-
-    def _write_texts(self, texts: list[bytes], top: int) -> None:
-        """The texts of the own events this call buffered, as one state value (one round trip), kept by this worker;
-        ``top``: their greatest mid2 (once the watermark has passed it, every one of them has been fed)."""
-        version = uuid.uuid4().hex[:12]
-        self.store.put(TEXTS + version, pack_texts(texts))
-        self.texts[str(self.next_call)] = [version, top]
-        self._texts_read[self.next_call] = texts
-        _keep_texts((self.plan.token, self.number, version), texts)
-        self.next_call += 1
-
-    def text(self, ref: int) -> bytes:
-        """An own event's text from its reference (``call << TEXT_BITS | position``)."""
-        call = ref >> TEXT_BITS
-        got = self._texts_read.get(call)
-        if got is None:
-            version = self.texts[str(call)][0]
-            at = (self.plan.token, self.number, version)
-            kept = _TEXTS.get(at)
-            if kept is not None:
-                _TEXTS.move_to_end(at)
-                got = kept[1]
-            else:
-                raw = self.store.get(TEXTS + version)
-                if raw is None:
-                    raise ValueError(
-                        f"bucket {self.number}: the texts {version} (call {call}) are missing from the state store"
-                    )
-                got = texts_of(bytes(raw))
-                _keep_texts(at, got)
-            self._texts_read[call] = got
-        return got[ref & TEXT_MASK]
-
-    def _texts_released(self, w: float) -> None:
-        """Remove the texts whose events have all been released up to ``w`` (ticks): every event buffered is due
-        once the watermark passes its mid2, and every group with one due was fed in :meth:`release`."""
-        for call, (version, top) in list(self.texts.items()):
-            if top < 2 * w:
-                del self.texts[call]
-                self.store.remove(TEXTS + version)
-                _TEXTS.pop((self.plan.token, self.number, version), None)
 
     def _prune(self, w: float) -> None:
         """Keep the keyless events not yet released and those a group starting now could still need."""
@@ -881,14 +763,6 @@ class _MapStore:
 
     def remove(self, key: str) -> None:
         self.state.removeKey((key,))
-
-
-def _keep_texts(at: tuple[str, int, str], texts: list[bytes]) -> None:
-    """Keep a call's texts in this worker (:data:`_TEXTS`), within :data:`TEXT_BYTES`."""
-    _TEXTS[at] = (sum(len(t) for t in texts), texts)
-    total = sum(size for size, _ in _TEXTS.values())
-    while total > TEXT_BYTES and _TEXTS:
-        total -= _TEXTS.popitem(last=False)[1][0]
 
 
 def _keep_page(at: tuple[str, int, str], size: int, blobs: dict[str, memoryview]) -> None:

@@ -79,7 +79,7 @@ def _reducer_rows(plan: Any, n: int, t0: float = 1_700_000_000.0, tag: str = "")
 def test_groups_never_fed_wait_in_the_meta() -> None:
     """A group whose events all wait behind the watermark is kept in the bucket's meta (written every call anyway),
     not as a blob of its own (a state store round trip each); once fed it goes to the store, and the meta lets go."""
-    from app.spark.stream.state import PAGE, TEXTS, Bucket, compiled_for, pack_blob, page_blobs, unpack_blob
+    from app.spark.stream.state import PAGE, Bucket, compiled_for, pack_blob, page_blobs, unpack_blob
     from tests.app.spark_stream.simulate import DictStore
 
     plan = stream_plan(buckets=1)
@@ -88,19 +88,18 @@ def test_groups_never_fed_wait_in_the_meta() -> None:
     bucket = Bucket(plan, compiled, None, store, 0)
     bucket.handle(_reducer_rows(plan, 20), 0)  # no watermark yet: nothing released
     meta = unpack_blob(pack_blob(bucket.meta()))
-    (texts,) = store  # the events' texts, written once (the groups hold references into them)
-    assert texts.startswith(TEXTS) and meta["wait"] and set(meta["wait"]) == set(meta["index"])
+    assert not store and meta["wait"] and set(meta["wait"]) == set(meta["index"])
     later = Bucket(plan, compiled, meta, store, 0)
     later.handle([], int((1_700_000_000.0 + 100) * 1000))  # past them: released
-    assert later.index and not later.waiting and not later.texts
-    (page,) = store  # the groups fed in this call: one page, one state store write; the texts are gone
+    assert later.index and not later.waiting
+    (page,) = store  # the groups fed in this call: one page, one state store write
     assert page.startswith(PAGE) and set(page_blobs(store[page])) == set(later.index)
 
 
 def test_an_older_checkpoints_unfed_group_blob_moves_to_the_meta() -> None:
     """A checkpoint written before :attr:`Bucket.waiting` stored never-fed groups as blobs: such a group restores
     from its blob, and its next write moves it to the meta and removes the blob (no orphan left in the store)."""
-    from app.spark.stream.state import TEXTS, Bucket, compiled_for, pack_blob
+    from app.spark.stream.state import Bucket, compiled_for, pack_blob
     from tests.app.spark_stream.simulate import DictStore
 
     plan = stream_plan(buckets=1)
@@ -116,7 +115,7 @@ def test_an_older_checkpoints_unfed_group_blob_moves_to_the_meta() -> None:
     bucket = Bucket(plan, compiled, old_meta, store, 0)
     again = _reducer_rows(plan, 4, t0=1_700_000_000.5, tag="b")  # the same jobs and tasks: every group written
     bucket.handle(again, 0)
-    assert all(key.startswith(TEXTS) for key in store)  # the old blobs removed; the new events' texts written
+    assert not store
     assert all(entry[4] is None for entry in bucket.index.values()) and set(bucket.waiting) == set(bucket.index)
     pend = sum(len(s["pend"]) for s in bucket.waiting.values())
     assert pend == len(rows) + len(again)

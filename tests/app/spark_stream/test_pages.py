@@ -1,8 +1,7 @@
 """The groups a call writes go to the state store as one page (``state.pack_page``): the pages' counts match the
 index, a page is removed once none of its groups is left, sparse pages are copied forward so few live groups do not
-keep many dead ones stored, a worker that kept nothing restores from the pages alone (and reads the events' texts
-from the store), and checkpoints written with a blob per group (before pages) or with zlib blobs go on.  Each
-against ``hcep match``'s records."""
+keep many dead ones stored, a worker that kept nothing restores from the pages alone, and checkpoints written with
+a blob per group (before pages) or with zlib blobs (before cut 13) go on.  Each against ``hcep match``'s records."""
 
 from __future__ import annotations
 
@@ -43,11 +42,8 @@ def test_pages_are_counted_removed_and_copied_forward(
     calls = {"wrote": 0}
 
     def check(bucket: Any, store: DictStore) -> None:
-        pages = {k[len(state.PAGE) :] for k in store if k.startswith(state.PAGE)}
-        texts = {k[len(state.TEXTS) :] for k in store if k.startswith(state.TEXTS)}
-        assert len(pages) + len(texts) == len(store), "a group blob outside a page"
-        assert pages == set(bucket.pages), "a page stored and not counted, or gone"
-        assert texts == {v for v, _ in bucket.texts.values()}, "texts stored and not listed, or gone"
+        assert all(k.startswith(state.PAGE) for k in store), "a group blob outside a page"
+        assert {k[len(state.PAGE) :] for k in store} == set(bucket.pages), "a page stored and not counted, or gone"
         holds: dict[str, int] = {}
         for key, entry in bucket.index.items():
             if entry[4] is not None:
@@ -64,34 +60,30 @@ def test_pages_are_counted_removed_and_copied_forward(
     got, dead = run_batches(stream_plan(buckets=2), _batches(cluster_events, 40), stores=stores, after_call=check)
     assert not dead and calls["wrote"] > 20
     assert_same_records(got, want)
-    assert not any(stores.values()), "pages or texts left after the end of the input"
+    assert not any(stores.values()), "pages left after the end of the input"
 
 
 def test_a_worker_that_kept_nothing_restores_from_the_pages(
     cluster_events: list[dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No group kept restored and no page or texts kept: every call reads its groups from the store's pages, and its
-    events' texts from the store's texts."""
+    """No group kept restored and no page kept: every call reads its groups from the store's pages."""
     from app.spark.stream import state
 
     monkeypatch.setattr(state, "LIVE_GROUPS", 0)
     monkeypatch.setattr(state, "PAGE_BYTES", 0)
-    monkeypatch.setattr(state, "TEXT_BYTES", 0)
     state._LIVE.clear()
     state._PAGES.clear()
-    state._TEXTS.clear()
-    reads = {"pages": 0, "texts": 0}
+    reads = {"pages": 0}
     get = DictStore.get
 
     def counting(self: DictStore, key: str) -> Any:
         reads["pages"] += key.startswith(state.PAGE)
-        reads["texts"] += key.startswith(state.TEXTS)
         return get(self, key)
 
     monkeypatch.setattr(DictStore, "get", counting)
     want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
     got, dead = run_batches(stream_plan(buckets=3), _batches(cluster_events, 60))
-    assert not dead and reads["pages"] > 20 and reads["texts"] > 20
+    assert not dead and reads["pages"] > 20
     assert_same_records(got, want)
 
 
@@ -134,7 +126,7 @@ def test_a_checkpoint_with_a_blob_per_group_goes_on(cluster_events: list[dict], 
     assert not dead and not dead2
     assert_same_records(first + rest, want)
     assert not any(stores.values())
-    assert sum(not k.startswith((state.PAGE, state.TEXTS)) for k in removed) == old  # each old blob removed once
+    assert sum(not k.startswith(state.PAGE) for k in removed) == old  # each old blob removed once
 
 
 def test_a_checkpoint_of_zlib_blobs_goes_on(
