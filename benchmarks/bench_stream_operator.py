@@ -55,9 +55,11 @@ def run(
     full_gc_every: int | None = None,
     collector: str = "paused",
 ) -> int:
+    import lz4.block
+
     from app.spark.stream import state
     from app.spark.stream.source import route
-    from app.spark.stream.state import Bucket, MemoryStore, compiled_for, operator_call, pack_blob, unpack_blob
+    from app.spark.stream.state import Bucket, MemoryStore, compiled_for, decode_meta, encode_meta, operator_call
     from benchmarks.bench_stream_sustained import Trace
 
     if full_gc_every is not None:
@@ -96,9 +98,10 @@ def run(
             # As BucketProcessor: every FULL_GC_EVERY-th call collects the worker's heap, and the call's objects are
             # frozen at its end; the automatic collector paused during it (``--collector on``: not paused).
             with operator_call(pause_collector=collector == "paused"):
-                bucket = Bucket(plan, compiled, unpack_blob(metas[b]) if b in metas else None, stores[b], b)
+                meta = decode_meta(lz4.block.decompress(metas[b])) if b in metas else None
+                bucket = Bucket(plan, compiled, meta, stores[b], b)
                 out = bucket.handle(rows, wm_ms)
-                metas[b] = pack_blob(bucket.meta())
+                metas[b] = lz4.block.compress(encode_meta(bucket.meta()))  # as BucketProcessor
             meta_bytes += len(metas[b])
             for r in out:
                 if r[0] == "clock":

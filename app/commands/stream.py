@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from typing import Any
@@ -22,6 +23,12 @@ DEFAULT_TOPICS = "hcep.events.hadoop,hcep.events.ganglia"
 #: Seconds between micro-batches: each batch pays Spark's fixed costs (planning, a state store commit per partition,
 #: the Python round trips), so batches back to back cost about twice the CPU (benchmarks/README.md, issue 28).
 DEFAULT_TRIGGER = 10.0
+#: The driver JVM's heap.  On a local master it is the executor too: the state server holds each bucket's meta and
+#: pages (tens of MB each at 20,000 events/s) beside the shuffle and Arrow batches, and at Spark's 1g a stream that
+#: fell behind grew its batches until the heap ran out (``OutOfMemoryError`` in ``stateConnectionListenerThread``,
+#: issue 28, cut 14).
+DEFAULT_DRIVER_MEMORY = "4g"
+_MEMORY = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -112,6 +119,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "since its previous record (quadratic; for tests and small inputs)",
     )
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no per-batch progress lines")
+    parser.add_argument(
+        "--driver-memory",
+        default=DEFAULT_DRIVER_MEMORY,
+        metavar="SIZE",
+        help=f"the driver JVM's heap, as Spark writes it (512m, 4g; default {DEFAULT_DRIVER_MEMORY}): on a local "
+        "master the executor's too, holding the state store's values",
+    )
 
 
 def _plan(args: argparse.Namespace, cores: int) -> Any:
@@ -205,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
     if args.input is not None and not os.path.isdir(args.input):
         raise CommandError(f"hcep stream: no such directory: {args.input}")
     trigger = trigger_seconds(args)
+    if not _MEMORY.fullmatch(args.driver_memory or ""):
+        raise CommandError(f"hcep stream: --driver-memory takes a size such as 512m or 4g: {args.driver_memory!r}")
     try:
         from app.spark.session import local_cores, spark_session
         from app.spark.stream.job import PlanMismatch, StreamOptions
@@ -257,7 +273,9 @@ def run(args: argparse.Namespace) -> int:
     )
     started = time.monotonic()
     try:
-        with spark_session(master, app_name="hcep-stream", conf=session_conf(master)) as spark:
+        with spark_session(
+            master, app_name="hcep-stream", driver_memory=args.driver_memory, conf=session_conf(master)
+        ) as spark:
             print(f"hcep stream: SparkSession up at {time.time():.3f} ({master})", file=sys.stderr, flush=True)
             try:
                 run_job(spark, plan, sink, opts)

@@ -12,7 +12,7 @@ from app.spark.record_columns import record_of_row
 from app.spark.stream.plan import StreamPlan
 from app.spark.stream.sink import ORDER
 from app.spark.stream.source import END_KEY, route
-from app.spark.stream.state import OUT_COLUMNS, Bucket, MemoryStore, compiled_for, pack_blob, unpack_blob
+from app.spark.stream.state import OUT_COLUMNS, Bucket, MemoryStore, compiled_for, decode_meta, encode_meta
 
 #: The in-memory group store (tests import it from here).
 DictStore = MemoryStore
@@ -57,12 +57,12 @@ def run_batches(
             rows = by_bucket.get(b, [])
             if not rows and b not in metas:
                 continue
-            bucket = Bucket(plan, compiled, unpack_blob(metas[b]) if b in metas else None, stores[b], b)
+            bucket = Bucket(plan, compiled, decode_meta(metas[b]) if b in metas else None, stores[b], b)
             out = bucket.handle(rows, wm_ms)
             if bucket.empty():
                 metas.pop(b, None)
             else:
-                metas[b] = pack_blob(bucket.meta())
+                metas[b] = encode_meta(bucket.meta())
             if after_call is not None:
                 after_call(bucket, stores[b])
             got = [dict(zip(OUT_COLUMNS, r, strict=True)) for r in out if r[0] == "record"]

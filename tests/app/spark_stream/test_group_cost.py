@@ -79,7 +79,7 @@ def _reducer_rows(plan: Any, n: int, t0: float = 1_700_000_000.0, tag: str = "")
 def test_groups_never_fed_wait_in_the_meta() -> None:
     """A group whose events all wait behind the watermark is kept in the bucket's meta (written every call anyway),
     not as a blob of its own (a state store round trip each); once fed it goes to the store, and the meta lets go."""
-    from app.spark.stream.state import PAGE, Bucket, compiled_for, pack_blob, page_blobs, unpack_blob
+    from app.spark.stream.state import PAGE, Bucket, compiled_for, decode_meta, encode_meta, page_blobs
     from tests.app.spark_stream.simulate import DictStore
 
     plan = stream_plan(buckets=1)
@@ -87,7 +87,7 @@ def test_groups_never_fed_wait_in_the_meta() -> None:
     store = DictStore()
     bucket = Bucket(plan, compiled, None, store, 0)
     bucket.handle(_reducer_rows(plan, 20), 0)  # no watermark yet: nothing released
-    meta = unpack_blob(pack_blob(bucket.meta()))
+    meta = decode_meta(encode_meta(bucket.meta()))
     assert not store and meta["wait"] and set(meta["wait"]) == set(meta["index"])
     later = Bucket(plan, compiled, meta, store, 0)
     later.handle([], int((1_700_000_000.0 + 100) * 1000))  # past them: released
@@ -99,7 +99,7 @@ def test_groups_never_fed_wait_in_the_meta() -> None:
 def test_an_older_checkpoints_unfed_group_blob_moves_to_the_meta() -> None:
     """A checkpoint written before :attr:`Bucket.waiting` stored never-fed groups as blobs: such a group restores
     from its blob, and its next write moves it to the meta and removes the blob (no orphan left in the store)."""
-    from app.spark.stream.state import Bucket, compiled_for, pack_blob
+    from app.spark.stream.state import Bucket, compiled_for, decode_waiting, pack_blob
     from tests.app.spark_stream.simulate import DictStore
 
     plan = stream_plan(buckets=1)
@@ -110,12 +110,47 @@ def test_an_older_checkpoints_unfed_group_blob_moves_to_the_meta() -> None:
     first.handle(rows, 0)  # no watermark yet: nothing released
     old_meta = first.meta()
     for key, state in old_meta.pop("wait").items():  # as the older code wrote them
-        store.put(key, pack_blob(state))
+        store.put(key, pack_blob(decode_waiting(state)))
         old_meta["index"][key][4] = "v-old"
     bucket = Bucket(plan, compiled, old_meta, store, 0)
     again = _reducer_rows(plan, 4, t0=1_700_000_000.5, tag="b")  # the same jobs and tasks: every group written
     bucket.handle(again, 0)
     assert not store
     assert all(entry[4] is None for entry in bucket.index.values()) and set(bucket.waiting) == set(bucket.index)
-    pend = sum(len(s["pend"]) for s in bucket.waiting.values())
+    pend = sum(len(decode_waiting(s)["pend"]) for s in bucket.waiting.values())
     assert pend == len(rows) + len(again)
+
+
+def test_a_waiting_group_untouched_by_a_call_is_neither_decoded_nor_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A never-fed group waits in the meta as MessagePack bytes of its own: a call that gives it no event and releases
+    none of its own keeps the very bytes it read (issue 28, cut 14: its events wait about two batches behind Spark's
+    watermark, and the meta is written every call)."""
+    from app.spark.stream import state
+    from app.spark.stream.state import Bucket, compiled_for, decode_meta, encode_meta
+    from tests.app.spark_stream.simulate import DictStore
+
+    plan = stream_plan(buckets=1)
+    compiled = compiled_for(plan)
+    store = DictStore()
+    first = Bucket(plan, compiled, None, store, 0)
+    first.handle(_reducer_rows(plan, 6), 0)  # no watermark yet: every group waits
+    meta = decode_meta(encode_meta(first.meta()))
+    assert meta["wait"] and all(isinstance(v, bytes) for v in meta["wait"].values())
+    before = dict(meta["wait"])
+    decoded: list[object] = []
+    decode = state.decode_waiting
+
+    def counted(stored: object) -> object:
+        decoded.append(stored)
+        return decode(stored)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(state, "decode_waiting", counted)
+    later = Bucket(plan, compiled, meta, store, 0)
+    new = _reducer_rows(plan, 1, t0=1_700_000_000.25, tag="n")  # job_0 and a new task: two groups touched
+    later.handle(new, int((1_700_000_000.0 - 100) * 1000))  # the watermark before them all
+    after = later.meta()["wait"]
+    touched = {k for k in before if after[k] is not before[k]}
+    assert touched and len(touched) <= 2 and len(decoded) == len(touched)
+    assert all(after[k] is before[k] for k in before.keys() - touched)
+    pend = {k: len(decode(v)["pend"]) for k, v in after.items()}
+    assert sum(pend.values()) == sum(len(decode(v)["pend"]) for v in before.values()) + len(new)

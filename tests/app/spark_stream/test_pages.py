@@ -101,7 +101,7 @@ def test_a_checkpoint_with_a_blob_per_group_goes_on(cluster_events: list[dict], 
     first, dead = run_batches(plan, batches[:half], end=False, stores=stores, metas=metas)
     old = 0
     for b, store in stores.items():  # as the code before pages would have written it
-        meta = state.unpack_blob(metas[b])
+        meta = state.decode_meta(metas[b])
         for page in [k for k in store if k.startswith(state.PAGE)]:
             for key, blob in state.page_blobs(store.pop(page)).items():
                 entry = meta["index"].get(key)
@@ -109,7 +109,7 @@ def test_a_checkpoint_with_a_blob_per_group_goes_on(cluster_events: list[dict], 
                     store.put(key, bytes(blob))
                     old += 1
         assert meta.pop("pages")
-        metas[b] = state.pack_blob(meta)
+        metas[b] = state.encode_meta(meta)
     state._LIVE.clear()
     state._PAGES.clear()
     assert old > 20

@@ -174,9 +174,10 @@ def test_a_meta_is_parsed_again_only_when_another_worker_wrote_it(
 ) -> None:
     """The bucket's meta (it holds the groups waiting for their first release) is parsed only when this worker's copy
     is not the stored version, and not written when a call left it unchanged; older checkpoints' metas (zlib'd, with
-    a version or without) still read."""
+    a version or without, and LZ4'd JSON) still read."""
     import zlib
 
+    import lz4.block
     import orjson
     import pandas as pd
 
@@ -189,13 +190,13 @@ def test_a_meta_is_parsed_again_only_when_another_worker_wrote_it(
     proc.init(handle)
     parsed: list[int] = []
 
-    unpack_meta = state._unpack_meta
+    read_meta = state._read_meta
 
-    def counted(blob: bytes) -> bytes:
+    def counted(blob: bytes) -> tuple[bytes, dict[str, Any]]:
         parsed.append(len(blob))
-        return unpack_meta(blob)
+        return read_meta(blob)
 
-    monkeypatch.setattr(state, "_unpack_meta", counted)
+    monkeypatch.setattr(state, "_read_meta", counted)
     state._METAS.clear()
     t0 = 1_700_000_000.0
     lines = [
@@ -206,20 +207,29 @@ def test_a_meta_is_parsed_again_only_when_another_worker_wrote_it(
     wm = int(t0 * 1000)
     list(proc.handleInputRows((0,), iter([pd.DataFrame(rows, columns=COLS)]), _Clock(wm)))
     written = handle.value.v
-    assert written[0][:1] == state.META_V2 and handle.timers == {wm + 1}
+    assert written[0][:1] == state.META_V3 and handle.timers == {wm + 1}
     list(proc.handleExpiredTimer((0,), _Clock(wm), _Expired(wm - 5)))  # an older timer: nothing changes
     assert handle.value.v is written and not parsed  # neither parsed nor written again
     state._METAS.clear()  # the bucket's next task runs on another worker
     list(proc.handleExpiredTimer((0,), _Clock(wm), _Expired(wm - 5)))
     assert len(parsed) == 1 and handle.value.v is written
-    # older checkpoints' metas: zlib'd JSON without a version (as pack_blob wrote them), then with one (META_V1)
-    raw = orjson.dumps(proc._bucket((0,)).meta())
-    for n, older in enumerate([zlib.compress(raw, 1), state.META_V1 + b"0123456789ab" + zlib.compress(raw, 1)]):
+    # older checkpoints' metas: zlib'd JSON without a version (as pack_blob wrote them), then with one (META_V1), then
+    # LZ4'd JSON (META_V2): their waiting groups are dicts, not MessagePack bytes
+    meta = proc._bucket((0,)).meta()
+    raw = orjson.dumps({**meta, "wait": {k: state.decode_waiting(v) for k, v in meta["wait"].items()}})
+    olders = [
+        zlib.compress(raw, 1),
+        state.META_V1 + b"0123456789ab" + zlib.compress(raw, 1),
+        state.META_V2 + b"0123456789ac" + lz4.block.compress(raw),
+    ]
+    for n, older in enumerate(olders):
         handle.value.v = (older,)
         state._METAS.clear()
         later = [json.dumps({"type": "Reducer", "ts": t0 + 20, "job_id": "j", "task_id": f"t9{n}", "id": f"r9{n}"})]
         rows = [r[1:-1] for i, text in enumerate(later) for r in route(plan, "f", 9, text, "f:9", 2**62)]
         list(proc.handleInputRows((0,), iter([pd.DataFrame(rows, columns=COLS)]), _Clock(wm)))
-        assert handle.value.v[0][:1] == state.META_V2
+        assert handle.value.v[0][:1] == state.META_V3
         waiting = proc._bucket((0,)).waiting
-        assert sum(len(g["pend"]) for g in waiting.values()) == len(lines) + 1  # the older meta's events and the new
+        assert all(isinstance(g, bytes) for g in waiting.values())  # written again as MessagePack
+        # the older meta's events and the new
+        assert sum(len(state.decode_waiting(g)["pend"]) for g in waiting.values()) == len(lines) + 1
