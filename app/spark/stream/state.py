@@ -840,23 +840,15 @@ def decode_meta(raw: bytes) -> dict[str, Any]:
     return out
 
 
-def encode_waiting(state: dict[str, Any]) -> bytes:
-    """A never-fed group's state (:meth:`StreamGroup.to_state`) as it waits in the meta: encoded once, when written,
-    and decoded only when the group is loaded again, so a group that waits through a call untouched is neither
-    decoded nor encoded in it (its events wait about two batches behind Spark's watermark)."""
-    import ormsgpack
-
-    return ormsgpack.packb(state)
+#: A never-fed group's state (:meth:`StreamGroup.to_state`) as it waits in the meta: the meta's own codec, applied
+#: once when the group is written and undone only when it is loaded again, so a group that waits through a call
+#: untouched is neither decoded nor encoded in it (its events wait about two batches behind Spark's watermark).
+encode_waiting = encode_meta
 
 
 def decode_waiting(stored: bytes | dict[str, Any]) -> dict[str, Any]:
     """The inverse of :func:`encode_waiting`; a JSON meta's (:data:`META_V2` and older) waiting group is a dict."""
-    if isinstance(stored, dict):
-        return stored
-    import ormsgpack
-
-    out: dict[str, Any] = ormsgpack.unpackb(stored)
-    return out
+    return stored if isinstance(stored, dict) else decode_meta(stored)
 
 
 def _read_meta(blob: bytes) -> tuple[bytes, dict[str, Any]]:
