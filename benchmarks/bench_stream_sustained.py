@@ -275,6 +275,7 @@ def run_rate(
     floor: bool = False,
     buckets: int | None = None,
     partitions: int | None = None,
+    driver_memory: str | None = None,
 ) -> dict[str, Any]:
     seconds = max(int(minutes * 60), 10)
     trace = Trace(rate, seconds)
@@ -289,6 +290,8 @@ def run_rate(
         argv += ["--buckets", str(buckets)]
     if partitions is not None:
         argv += ["--partitions", str(partitions)]
+    if driver_memory is not None:
+        argv += ["--driver-memory", driver_memory]
     log_path = work / "stream.log"
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     with log_path.open("w") as log:
@@ -545,6 +548,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--buckets", type=int, help="hcep stream --buckets N (default: its own, 2 x cores)")
     parser.add_argument("--partitions", type=int, help="hcep stream --partitions N (default: its own, 2 x cores)")
+    parser.add_argument("--driver-memory", help="hcep stream --driver-memory SIZE (default: its own)")
     parser.add_argument("--reference-events", type=int, default=200_000, help="events for hcep match / hcep run")
     parser.add_argument("--bootstrap", help="Kafka broker for the hcep run row (default: start one)")
     parser.add_argument("--no-run", action="store_true", help="no hcep run row (no broker)")
@@ -581,6 +585,7 @@ def main(argv: list[str] | None = None) -> int:
                         floor,
                         args.buckets,
                         args.partitions,
+                        args.driver_memory,
                     )
                     rows.append(row)
                     print(table([row], COLUMNS), flush=True)

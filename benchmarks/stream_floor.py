@@ -3,9 +3,9 @@ the router cost for the query's shape (file source, router, shuffle by bucket, `
 sink), so that the part of ``hcep stream``'s CPU the operator can never give back is measured, not guessed.
 
 ``python3 -m benchmarks.stream_floor stream ARGS`` runs ``hcep stream ARGS`` so; ``bench_stream_sustained
---operators floor`` runs it at the same rates as the real thing.  The floor operator converts its rows as the real
-one does (Arrow to pandas to Python tuples) and answers each call with one clock row, so the sink commits every
-batch as usual.
+--operators floor`` runs it at the same rates as the real thing.  The floor operator reads its rows as the real one
+does (Arrow to pandas, the router's packed values to Python lists) and answers each call with one clock row, so the
+sink commits every batch as usual.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from app.spark.stream.state import IN_COLUMNS, OUT_COLUMNS, clock_row
+from app.spark.stream.state import OUT_COLUMNS, clock_row, unpack_rows
 
 
 def _base() -> type:
@@ -37,7 +37,8 @@ class FloorProcessor(_base()):  # type: ignore[misc]
 
         n = 0
         for pdf in rows:
-            n += len(list(zip(*(pdf[c].tolist() for c in IN_COLUMNS), strict=True)))
+            for packed in pdf["rows"]:
+                n += len(unpack_rows(packed))
         yield pd.DataFrame([clock_row(timerValues.getCurrentWatermarkInMs(), n, 0)], columns=OUT_COLUMNS)
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:  # noqa: N802, N803

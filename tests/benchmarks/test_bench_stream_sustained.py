@@ -73,14 +73,14 @@ def test_the_floor_operator_reads_its_rows_and_keeps_nothing() -> None:
     pd = pytest.importorskip("pandas")
     pytest.importorskip("pyspark")
     from app.spark.stream import job
-    from app.spark.stream.state import IN_COLUMNS, OUT_COLUMNS
+    from app.spark.stream.state import OUT_COLUMNS, pack_rows
     from benchmarks import stream_floor
 
     class Timers:
         def getCurrentWatermarkInMs(self) -> int:  # noqa: N802 - Spark's name
             return 1234
 
-    frame = pd.DataFrame([dict.fromkeys(IN_COLUMNS, 1)] * 3)
+    frame = pd.DataFrame({"rows": [pack_rows([(1,) * 12] * 2), pack_rows([(1,) * 12])]})
     proc = stream_floor.FloorProcessor(plan=None)
     (out,) = list(proc.handleInputRows((0,), iter([frame, frame]), Timers()))
     row = dict(zip(OUT_COLUMNS, out.iloc[0], strict=True))

@@ -1,9 +1,10 @@
 """The query's input: JSON-lines files (Spark's file source) or Kafka (:mod:`app.spark.kafka_source`), plus a
 control directory for the end-of-input marker, parsed by the engine's decoder and routed to buckets.
 
-Every line becomes rows of :data:`app.spark.stream.state.IN_SCHEMA`: one per family that reads its type, to its
-group's bucket -- or, for an event lacking the family's key (a keyless, cluster-wide event), one per bucket.
-Invalid lines become one ``bad`` row (dead-lettered by the operator).
+Every line becomes rows (:data:`app.spark.stream.state.ROW_FIELDS`, :func:`route`): one per family that reads its
+type, to its group's bucket -- or, for an event lacking the family's key (a keyless, cluster-wide event), one per
+bucket.  Invalid lines become one ``bad`` row (dead-lettered by the operator).  The router packs a frame's rows of
+one bucket into one Spark row (:data:`ROUTED_SCHEMA`).
 
 Identity and order, so that a replay after a crash rebuilds the very same events: an event without ``id`` gets
 ``<file name>:<line>`` (files; lines counted from 0, blank ones included) or ``<topic>-<partition>@<offset>[#i]``
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.spark.events import canonical_key
 from app.spark.stream.plan import KEYLESS_GROUP, WHOLE_GROUP, StreamPlan
-from app.spark.stream.state import BAD, KEYLESS, MARKER, OWN
+from app.spark.stream.state import BAD, KEYLESS, MARKER, OWN, pack_rows
 from engine.events import SLOW, EventError, decoder_for, fast_value
 
 if TYPE_CHECKING:
@@ -32,10 +33,9 @@ if TYPE_CHECKING:
 #: Lines of the control directory: ``{"hcep_end": ID}`` ends the input (release and flush every group).
 END_KEY = "hcep_end"
 LINES_SCHEMA = "origin string, pos long, text string"
-ROUTED_SCHEMA = (
-    "bucket int, fid int, gkey string, kind string, seq long, mid2 long, tlo long, thi long, etype string, "
-    "json string, origin string, pos long, primary boolean, wt double"
-)
+#: What the router gives the shuffle: per bucket, its rows of a frame packed into one value (see
+#: :data:`app.spark.stream.state.IN_SCHEMA`), and their greatest ``wt`` for the watermark.
+ROUTED_SCHEMA = "bucket int, rows binary, wt double"
 _POS_BITS = 52
 _POS_MASK = (1 << _POS_BITS) - 1
 
@@ -74,7 +74,7 @@ def route(
     seq = seq_of(origin, pos, base)
     if isinstance(obj, dict) and "id" not in obj:
         obj["id"] = default_id
-        text = json.dumps(obj)
+        text = with_id(text, default_id, len(obj) == 1)
     try:
         ev = decoder_for(plan.tick).event(obj, seq)
     except EventError as err:
@@ -108,33 +108,49 @@ def route(
     return out
 
 
-#: :data:`ROUTED_SCHEMA`'s columns, and the numpy type of those that are never null (the rest: Python objects)
-ROUTED_COLUMNS = [c.split()[0] for c in ROUTED_SCHEMA.split(", ")]
-_ROUTED_TYPES = {
-    "bucket": "int32",
-    "fid": "int32",
-    "seq": "int64",
-    "mid2": "int64",
-    "tlo": "int64",
-    "thi": "int64",
-    "pos": "int64",
-    "primary": "bool",
-    "wt": "float64",
-}
+def with_id(text: str, eid: str, alone: bool) -> str:
+    """The text of a JSON object line (stripped, so it ends with its closing brace) with ``"id": eid`` added last:
+    parsed, it is exactly the line's object with ``id`` added, as ``obj["id"] = eid`` does (the same keys and values
+    in the same order; JSON whitespace before the brace is kept).  Written into the text rather than the object
+    dumped again: ``json.dumps`` of every event was about 5 % of the Python workers at 20,000 events/s (issue 28,
+    cut 15).  ``alone``: the object had no key before (``{}``), so no comma."""
+    plain = eid.isascii() and eid.isprintable() and '"' not in eid and "\\" not in eid
+    value = f'"{eid}"' if plain else json.dumps(eid)
+    return f'{{"id":{value}}}' if alone else f'{text[:-1]},"id":{value}}}'
+
+
+#: Rows of one bucket packed into one value (:func:`app.spark.stream.state.pack_rows`) at most this many at a time:
+#: a backlog's frame of many files must not become one huge value.
+PACK_ROWS = 50_000
 
 
 def routed_frame(rows: list[tuple]) -> Any:
-    """The router's rows as a pandas frame, column by column with their types given: pandas' own construction from
-    rows infers every column's type from its values (a quarter of the router's time)."""
+    """The router's rows (:func:`route`'s) as a :data:`ROUTED_SCHEMA` frame: a bucket's rows packed into one value
+    (up to :data:`PACK_ROWS` a value, in their order), ``wt`` the greatest of theirs (the watermark is the stream's
+    greatest ``wt``, so packing leaves it as it was)."""
     import numpy as np
     import pandas as pd
 
-    if not rows:
-        return pd.DataFrame({c: np.array([], dtype=_ROUTED_TYPES.get(c, object)) for c in ROUTED_COLUMNS})
+    by_bucket: dict[int, list[tuple]] = {}
+    for r in rows:
+        got = by_bucket.get(r[0])
+        if got is None:
+            got = by_bucket[r[0]] = []
+        got.append(r)
+    buckets: list[int] = []
+    packed: list[bytes] = []
+    top: list[float] = []
+    for bucket, mine in sorted(by_bucket.items()):
+        for i in range(0, len(mine), PACK_ROWS):
+            part = mine[i : i + PACK_ROWS]
+            buckets.append(bucket)
+            packed.append(pack_rows([r[1:13] for r in part]))
+            top.append(max(r[13] for r in part))
     return pd.DataFrame(
         {
-            c: np.array(col, dtype=_ROUTED_TYPES.get(c, object))
-            for c, col in zip(ROUTED_COLUMNS, zip(*rows, strict=True), strict=True)
+            "bucket": np.array(buckets, dtype="int32"),
+            "rows": np.array(packed, dtype=object),
+            "wt": np.array(top, dtype="float64"),
         }
     )
 

@@ -34,6 +34,7 @@ Why this shape, and why it gives ``hcep match``'s records:
 from __future__ import annotations
 
 import gc
+import json
 import math
 import time
 import uuid
@@ -48,13 +49,21 @@ from typing import Any
 from app.spark.record_columns import record_columns
 from app.spark.stream.plan import KEYLESS_GROUP, WHOLE_GROUP, FamilyPlan, StreamPlan
 
-#: The rows the router sends to the stateful operator (one per event and family; keyless ones once per bucket).
-IN_SCHEMA = (
-    "bucket int, fid int, gkey string, kind string, seq long, mid2 long, tlo long, thi long, etype string, "
-    "json string, origin string, pos long, primary boolean"
-)
-#: The columns of :data:`IN_SCHEMA` the operator reads of each row (``bucket`` is its state key).
-IN_COLUMNS = [c.split()[0] for c in IN_SCHEMA.split(", ")][1:]
+#: The fields of one routed row, as :meth:`Bucket.handle` reads it: one per event and family (keyless events once per
+#: bucket), an end marker, or a bad line.
+ROW_FIELDS = ("fid", "gkey", "kind", "seq", "mid2", "tlo", "thi", "etype", "json", "origin", "pos", "primary")
+#: What the stateful operator gets: per state key (the bucket), values of many rows each (:func:`pack_rows`: the
+#: router packs a bucket's rows of a frame into one), not a Spark row per routed row.  Why: PySpark regroups a
+#: ``transformWithStateInPandas`` input row by row in Python (``itertuples``, ``groupby``, a pandas frame built from
+#: rows) and the shuffle sorts every row; with 200,000 events a micro-batch that was about a tenth of the Python
+#: workers' time, paid again by the operator turning the frames back into tuples (issue 28, cut 15).
+IN_SCHEMA = "bucket int, rows binary"
+#: The columns of :data:`IN_SCHEMA` the operator reads (``bucket`` is its state key).
+IN_COLUMNS = ["rows"]
+#: A packed value of rows (:func:`pack_rows`) starts with this byte, then MessagePack; or with :data:`ROWS_JSON`,
+#: then JSON (a text with lone surrogates, which MessagePack refuses).
+ROWS_MSGPACK = b"\x01"
+ROWS_JSON = b"\x02"
 #: What the operator returns: ``record`` rows, ``dead`` letters, and one ``clock`` row per call (watermark, counts).
 OUT_SCHEMA = (
     "kind string, query string, match string, confidence double, start double, `end` double, ret string, "
@@ -63,7 +72,7 @@ OUT_SCHEMA = (
     "rid string, extends string"
 )
 OUT_COLUMNS = [c.split()[0].strip("`") for c in OUT_SCHEMA.split(", ")]
-#: Row kinds of :data:`IN_SCHEMA`.
+#: Row kinds (:data:`ROW_FIELDS`' ``kind``).
 OWN, KEYLESS, MARKER, BAD = "own", "keyless", "marker", "bad"
 #: The kind of :data:`OUT_SCHEMA` rows that carry memory-bound drops (:func:`drops_row`).
 DROPPED = "dropped"
@@ -96,6 +105,30 @@ META_V1 = b"\x01"
 #: A blob (:func:`pack_blob`): this byte, then the JSON as an LZ4 block.  A blob without it is zlib's (written before
 #: issue 28's cut 13; a zlib stream starts with 0x78).
 BLOB_LZ4 = b"\x04"
+
+
+def pack_rows(rows: list[tuple[Any, ...]]) -> bytes:
+    """Routed rows (:data:`ROW_FIELDS` each) as one value of :data:`IN_SCHEMA`'s ``rows``."""
+    import ormsgpack
+
+    try:
+        return ROWS_MSGPACK + ormsgpack.packb(rows)
+    except TypeError:  # a string with lone surrogates: JSON escapes them, and gives them back
+        return ROWS_JSON + json.dumps(rows).encode("ascii")
+
+
+def unpack_rows(blob: bytes | bytearray | memoryview) -> list[list[Any]]:
+    """The rows of :func:`pack_rows`' value (each a list of :data:`ROW_FIELDS`)."""
+    view = memoryview(blob)
+    if view[:1] == ROWS_MSGPACK:
+        import ormsgpack
+
+        out: list[list[Any]] = ormsgpack.unpackb(view[1:])
+        return out
+    if view[:1] == ROWS_JSON:
+        rows: list[list[Any]] = json.loads(bytes(view[1:]))
+        return rows
+    raise ValueError(f"not a value of routed rows (first byte {bytes(view[:1])!r})")
 
 
 def pack_blob(obj: Any) -> bytes:
@@ -546,7 +579,7 @@ class Bucket:
 
     def handle(self, rows: Iterable[tuple], wm_ms: int) -> list[tuple]:
         """One call: buffer the new rows (late ones dead-lettered), release up to the watermark, expire quiet groups;
-        at an end marker, release and flush everything.  ``rows`` as :data:`IN_SCHEMA` without ``bucket``."""
+        at an end marker, release and flush everything.  ``rows``: each of :data:`ROW_FIELDS`."""
         started = time.perf_counter()
         w = wm_ms / (1000.0 * self.plan.tick) if wm_ms > 0 else NEG_INF
         w2 = 2 * w
@@ -958,9 +991,10 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
         with operator_call():
             wm = timerValues.getCurrentWatermarkInMs()
             bucket = self._bucket(key)
-            flat: list[tuple] = []
+            flat: list[Any] = []
             for pdf in rows:
-                flat.extend(zip(*(pdf[c].tolist() for c in IN_COLUMNS), strict=True))
+                for packed in pdf["rows"]:
+                    flat.extend(unpack_rows(packed))
             frame = self._finish(bucket, wm, bucket.handle(flat, wm))
         if frame is not None:
             yield frame

@@ -14,8 +14,6 @@ import pytest
 
 from tests.app.spark_stream.conftest import stream_plan
 
-COLS = ["fid", "gkey", "kind", "seq", "mid2", "tlo", "thi", "etype", "json", "origin", "pos", "primary"]
-
 
 class _Value:
     def __init__(self) -> None:
@@ -117,7 +115,7 @@ def test_a_call_leaves_the_workers_objects_frozen(thawed: None, monkeypatch: pyt
             for i in range(5)
         ]
         rows = [r[1:-1] for i, text in enumerate(lines) for r in route(plan, "f", i, text, f"f:{i}", 2**62)]
-        frame = pd.DataFrame(rows, columns=COLS)
+        frame = pd.DataFrame({"rows": [state.pack_rows(rows)]})
         list(proc.handleInputRows((0,), iter([frame]), _Clock(int(t0 * 1000))))
         frozen = gc.get_freeze_count()
         assert frozen > 0
@@ -148,7 +146,7 @@ def test_a_call_runs_without_the_automatic_collector(thawed: None, monkeypatch: 
 
     monkeypatch.setattr(state.Bucket, "handle", handle)
     assert gc.isenabled()
-    list(proc.handleInputRows((0,), iter([pd.DataFrame([], columns=COLS)]), _Clock(1_700_000_000_000)))
+    list(proc.handleInputRows((0,), iter([pd.DataFrame({"rows": []})]), _Clock(1_700_000_000_000)))
     list(proc.handleExpiredTimer((0,), _Clock(1_700_000_000_000), _Expired(1)))
     with pytest.raises(RuntimeError, match="a failing call"):
         list(proc.handleInputRows((0,), iter([]), _Clock(-1)))
@@ -205,7 +203,7 @@ def test_a_meta_is_parsed_again_only_when_another_worker_wrote_it(
     ]
     rows = [r[1:-1] for i, text in enumerate(lines) for r in route(plan, "f", i, text, f"f:{i}", 2**62)]
     wm = int(t0 * 1000)
-    list(proc.handleInputRows((0,), iter([pd.DataFrame(rows, columns=COLS)]), _Clock(wm)))
+    list(proc.handleInputRows((0,), iter([pd.DataFrame({"rows": [state.pack_rows(rows)]})]), _Clock(wm)))
     written = handle.value.v
     assert written[0][:1] == state.META_V3 and handle.timers == {wm + 1}
     list(proc.handleExpiredTimer((0,), _Clock(wm), _Expired(wm - 5)))  # an older timer: nothing changes
@@ -227,7 +225,7 @@ def test_a_meta_is_parsed_again_only_when_another_worker_wrote_it(
         state._METAS.clear()
         later = [json.dumps({"type": "Reducer", "ts": t0 + 20, "job_id": "j", "task_id": f"t9{n}", "id": f"r9{n}"})]
         rows = [r[1:-1] for i, text in enumerate(later) for r in route(plan, "f", 9, text, "f:9", 2**62)]
-        list(proc.handleInputRows((0,), iter([pd.DataFrame(rows, columns=COLS)]), _Clock(wm)))
+        list(proc.handleInputRows((0,), iter([pd.DataFrame({"rows": [state.pack_rows(rows)]})]), _Clock(wm)))
         assert handle.value.v[0][:1] == state.META_V3
         waiting = proc._bucket((0,)).waiting
         assert all(isinstance(g, bytes) for g in waiting.values())  # written again as MessagePack
