@@ -97,6 +97,12 @@ _METAS: dict[tuple[str, int], tuple[bytes, bytes, dict[str, Any]]] = {}
 #: ``fresh()`` copy (the evaluators chosen and the types worth feeding decided once, not for every new group: issue
 #: 28, cut 12).  The compiled queries it was built over are kept beside it (another plan builds its own).
 _TEMPLATES: dict[tuple[str, bool, int, tuple[int, ...]], tuple[list[Any], Any]] = {}
+#: Segments (:class:`Segment`) this worker decoded: (plan token, bucket, sid) -> the segment.  A segment never
+#: changes under its sid, so a copy is always right; one is dropped when its bucket's meta no longer lists it.
+_SEGS: dict[tuple[str, int, str], Segment] = {}
+#: Per (plan token, bucket): the sids folded into the key map, in the meta's order, and the key map itself (a sealed
+#: group's key -> (sid, position) of its newest entry).  See :meth:`Bucket._keymap`.
+_SEGMAP: dict[tuple[str, int], tuple[list[str], dict[str, tuple[str, int]]]] = {}
 #: A meta blob: this byte, a 12-byte version, then the meta as MessagePack (:func:`encode_meta`) in an LZ4 block
 #: (:data:`META_V2`: the same as JSON; :data:`META_V1`: zlib'd JSON; older still: :func:`pack_blob`'s).
 META_V3 = b"\x05"
@@ -184,6 +190,65 @@ def page_blobs(page: bytes | bytearray | memoryview) -> dict[str, memoryview]:
     n = int.from_bytes(view[1:5], "big")
     base = 5 + n
     return {key: view[base + at : base + at + size] for key, (at, size) in orjson.loads(view[5:base]).items()}
+
+
+#: The ``MapState`` key of a segment (:class:`Segment`) is this and its sid.
+SEGMENT = "#"
+#: Completed segments a bucket's meta remembers (``done``), so that a worker that folded one can tell it finished
+#: from one it folded in a task that failed (whose keys' older entries must come back: :meth:`Bucket._keymap`).
+DONE_KEPT = 4096
+
+
+class Segment:
+    """Quiet started groups of one family that one call sealed (:meth:`Bucket._seal`), as columns sorted by their
+    expiry deadline (``hi`` + the family's reach): written once, never changed.  The bucket's meta keeps per segment
+    how far expiry has gone (``cursor``) and which later positions left it before (``dead``: revived by new events).
+
+    Why: a stream's index held every group until its family's reach had passed (ten minutes for tasks, a day for
+    jobs), and every call walked it, wrote it whole into the meta and, on another worker, parsed it whole: at 20,000
+    events/s a quarter of a million entries a bucket after eight minutes, scattered over the heap, about a tenth of
+    the Python workers' time and growing for as long as the reach (issue 28, cut 16).  Sealed, a quiet group costs
+    nothing until it expires or its key comes again."""
+
+    __slots__ = ("fid", "keys", "hi", "ver", "fed", "dl", "minfed")
+
+    def __init__(self, fid: int, keys: list[str], hi: list[int], ver: list[str], fed: list[Any], dl: list[int]) -> None:
+        self.fid, self.keys, self.hi, self.ver, self.fed, self.dl = fid, keys, hi, ver, fed, dl
+        # minfed[i]: the least fed_to at or after position i (what the keyless log must still hold for them)
+        least = INF
+        minfed: list[Any] = [None] * len(keys)
+        for i in range(len(keys) - 1, -1, -1):
+            f = fed[i]
+            if f is not None and f < least:
+                least = f
+            minfed[i] = None if least == INF else least
+        self.minfed = minfed
+
+    def entry(self, pos: int) -> list[Any]:
+        """The index entry of the group at ``pos`` (as :meth:`Bucket._index` writes them)."""
+        return [self.fid, self.hi[pos], None, True, self.ver[pos], self.fed[pos]]
+
+    def pack(self) -> bytes:
+        import lz4.block
+        import ormsgpack
+
+        raw = ormsgpack.packb([self.fid, self.keys, self.hi, self.ver, self.fed, self.dl])
+        return SEGMENT_V1 + lz4.block.compress(raw)
+
+    @classmethod
+    def unpack(cls, blob: bytes | bytearray | memoryview) -> Segment:
+        import lz4.block
+        import ormsgpack
+
+        view = memoryview(blob)
+        if view[:1] != SEGMENT_V1:
+            raise ValueError(f"not a segment of sealed groups (first byte {bytes(view[:1])!r})")
+        fid, keys, hi, ver, fed, dl = ormsgpack.unpackb(lz4.block.decompress(view[1:]))
+        return cls(fid, keys, hi, ver, fed, dl)
+
+
+#: A segment's value: this byte, then its columns as MessagePack in an LZ4 block.
+SEGMENT_V1 = b"\x06"
 
 
 _MID2 = itemgetter(0)
@@ -496,6 +561,14 @@ class Bucket:
         # page version -> [its groups still stored there, those written to it] (:meth:`save`); a version not here is
         # a blob of the group's own, under its key (a checkpoint written before pages)
         self.pages: dict[str, list[int]] = meta.get("pages", {})
+        # page version -> the page its groups' blobs were copied into (:meth:`_copy_sparse`): a group keeps the
+        # version it was written under (a sealed segment never changes), and that version is read through this
+        self.alias: dict[str, str] = meta.get("alias", {})
+        # sid -> [fid, size, cursor, the deadline at the cursor (None: done), dead positions at or after the cursor,
+        # the least fed_to at or after the cursor]: the bucket's sealed segments, in the order they were sealed
+        self.segs: dict[str, list[Any]] = meta.get("segs", {})
+        # sids of the latest completed segments (DONE_KEPT), oldest first (:meth:`_keymap`)
+        self.done: list[str] = meta.get("done", [])
         self.fams = {f.fid: f for f in plan.families}
         self.live: dict[str, StreamGroup] = {}
         self.touched: set[str] = set()
@@ -504,6 +577,7 @@ class Bucket:
         self.state_s = 0.0  # seconds in restores, snapshots and state store calls (reported in the clock row)
         self.drops: dict[str, int] = {}  # per query: dropped by the memory bounds in this call (drops rows)
         self.meta_read: tuple[bytes, bytes] | None = None  # (version, JSON) of the meta read (BucketProcessor)
+        self._kmap: dict[str, tuple[str, int]] | None = None  # the worker's key map, once brought up to the meta
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -513,10 +587,17 @@ class Bucket:
             "timer": self.timer,
             "wait": {k: v if isinstance(v, bytes) else encode_waiting(v) for k, v in self.waiting.items()},
             "pages": self.pages,
+            "alias": self.alias,
+            "segs": self.segs,
+            "done": self.done,
         }
 
     def empty(self) -> bool:
-        return not self.index and not any(self.log.values())
+        return not self.index and not self.segs and not any(self.log.values())
+
+    def groups_held(self) -> int:
+        """Groups the bucket holds: in the index and sealed in segments."""
+        return len(self.index) + sum(rec[1] - rec[2] - len(rec[4]) for rec in self.segs.values())
 
     def group(self, fid: int, gkey: str) -> StreamGroup:
         key = f"{fid}|{gkey}"
@@ -524,6 +605,8 @@ class Bucket:
         if got is not None:
             return got
         entry = self.index.get(key)
+        if entry is None and self.segs:
+            entry = self._unseal(key)
         cached = _LIVE.pop((self.plan.token, self.number, key), None)
         if entry is not None and cached is not None and cached[0] == entry[4]:
             got = cached[1]
@@ -539,7 +622,9 @@ class Bucket:
         return got
 
     def _stored(self, key: str, version: str) -> Any:
-        """A group's blob as stored under ``version``: in a page, or a blob of its own (older checkpoints)."""
+        """A group's blob as stored under ``version``: in a page (or the page it was copied into), or a blob of its
+        own (older checkpoints)."""
+        version = self.alias.get(version, version)
         if version in self.pages:
             return self._page(version).get(key)
         return self.store.get(key)
@@ -563,6 +648,7 @@ class Bucket:
         (and is removed when none is left), or its own blob is removed."""
         if version is None:
             return
+        version = self.alias.get(version, version)
         counts = self.pages.get(version)
         if counts is None:
             self.store.remove(key)
@@ -574,6 +660,8 @@ class Bucket:
     def _remove_page(self, version: str) -> None:
         """A page none of the bucket's groups reads any more: out of the store, the counts and this worker."""
         del self.pages[version]
+        for old in [old for old, now in self.alias.items() if now == version]:
+            del self.alias[old]
         self.store.remove(PAGE + version)
         _PAGES.pop((self.plan.token, self.number, version), None)
 
@@ -613,6 +701,7 @@ class Bucket:
                 self._index(self.group(fid, KEYLESS_GROUP))  # it sees every keyless event from the start
         fed = self.release(INF if end else w, out)
         if end:
+            self._unseal_all()
             for key in list(self.index):
                 fid, gkey = key.split("|", 1)
                 self.group(int(fid), gkey).flush(out)
@@ -625,7 +714,7 @@ class Bucket:
         self.drops = {}
         self.save()
         busy = 1000 * (time.perf_counter() - started)
-        out.append(clock_row(int(wm_ms), fed, len(self.index), busy, 1000 * self.state_s))
+        out.append(clock_row(int(wm_ms), fed, self.groups_held(), busy, 1000 * self.state_s))
         return out
 
     def release(self, w: float, out: list[tuple]) -> int:
@@ -660,6 +749,7 @@ class Bucket:
                     work.append((key, entry[0], True))
             elif entry[3] and entry[1] is not None and soon > entry[1] + reach[entry[0]] and key not in special:
                 work.append((key, entry[0], False))  # quiet past its family's reach: it expires
+        work.extend(self._expiring(soon))  # sealed groups past their deadline, moved back into the index
         widths: dict[int, int] = {}
         fed = 0
         for key, fid, due in sorted(work):
@@ -685,6 +775,7 @@ class Bucket:
             return
         floor = w - self.plan.max_left - self.plan.umax - 1  # a group starting now looks back this far
         waiting = [e[5] for e in self.index.values() if e[3] and e[5] is not None]  # started groups' fed_to
+        waiting += [rec[5] for rec in self.segs.values() if rec[5] is not None]  # and the sealed ones'
         floor2 = 2 * min(waiting, default=w)
         for fid, log in self.log.items():
             self.log[fid] = [e for e in log if e[0] >= floor2 or e[3] >= floor]
@@ -739,9 +830,196 @@ class Bucket:
             self.store.put(PAGE + version, page)
             self.pages[version] = [len(blobs), len(blobs)]
             _keep_page((self.plan.token, self.number, version), len(page), page_blobs(page))
+        self._seal()
         while len(_LIVE) > LIVE_GROUPS:
             _LIVE.popitem(last=False)
         self.state_s += time.perf_counter() - t0
+
+    def _version_of(self, key: str) -> str | None:
+        """The version group ``key`` is stored under (in the index or sealed), without moving it; None: none."""
+        entry = self.index.get(key)
+        if entry is not None:
+            version: str | None = entry[4]
+            return version
+        hit = self._sealed(key)
+        return None if hit is None else hit[2].ver[hit[1]]
+
+    # -------------------------------------------------------------------------------------------- sealed groups
+
+    def _keymap(self) -> dict[str, tuple[str, int]]:
+        """This worker's key map of the bucket's segments (:data:`_SEGMAP`), brought up to the meta once a call:
+        segments the meta no longer lists and that completed are folded out, new ones folded in, in the order they
+        were sealed (a key's newest entry wins; its older ones are dead).  Anything else -- a segment sealed by a
+        task that failed, or one the meta lists before a segment already folded -- and the map is built again from
+        the meta's segments, so it never hides a live entry."""
+        if self._kmap is not None:
+            return self._kmap
+        at = (self.plan.token, self.number)
+        got = _SEGMAP.get(at)
+        if got is None:
+            got = _SEGMAP[at] = ([], {})
+        folded, kmap = got
+        current = self.segs
+        gone = [sid for sid in folded if sid not in current]
+        rebuild = False
+        if gone:
+            done = set(self.done)
+            rebuild = any(sid not in done for sid in gone)
+            if not rebuild:
+                for sid in gone:
+                    self._fold_out(sid, folded, kmap)
+        if not rebuild:
+            have = set(folded)
+            order = list(current)
+            first_new = next((i for i, sid in enumerate(order) if sid not in have), len(order))
+            rebuild = any(sid not in have for sid in order[:first_new]) or any(sid in have for sid in order[first_new:])
+        if rebuild:
+            for sid in folded:
+                _SEGS.pop((self.plan.token, self.number, sid), None)
+            folded.clear()
+            kmap.clear()
+            first_new = 0
+        for sid in list(current)[first_new:] if not rebuild else list(current):
+            self._fold_in(sid, self._segment(sid), folded, kmap)
+        self._kmap = kmap
+        return kmap
+
+    def _fold_in(self, sid: str, seg: Segment, folded: list[str], kmap: dict[str, tuple[str, int]]) -> None:
+        folded.append(sid)
+        for pos, key in enumerate(seg.keys):
+            kmap[key] = (sid, pos)
+
+    def _fold_out(self, sid: str, folded: list[str], kmap: dict[str, tuple[str, int]]) -> None:
+        seg = _SEGS.pop((self.plan.token, self.number, sid), None)
+        if seg is not None:
+            for pos, key in enumerate(seg.keys):
+                if kmap.get(key) == (sid, pos):
+                    del kmap[key]
+        else:  # not kept (cannot happen for a folded segment): drop what points to it
+            for key in [k for k, (s, _) in kmap.items() if s == sid]:
+                del kmap[key]
+        folded.remove(sid)
+
+    def _segment(self, sid: str) -> Segment:
+        """A segment: this worker's copy (:data:`_SEGS`), else read from the store (one round trip)."""
+        at = (self.plan.token, self.number, sid)
+        got = _SEGS.get(at)
+        if got is None:
+            raw = self.store.get(SEGMENT + sid)
+            if raw is None:
+                raise RuntimeError(f"bucket {self.number}: the meta names segment {sid}, which the state store lacks")
+            got = _SEGS[at] = Segment.unpack(bytes(raw))
+        return got
+
+    def _sealed(self, key: str) -> tuple[str, int, Segment] | None:
+        """Where group ``key`` is sealed (sid, position, segment), if it is."""
+        if not self.segs:
+            return None
+        got = self._keymap().get(key)
+        if got is None:
+            return None
+        sid, pos = got
+        rec = self.segs.get(sid)
+        if rec is None or pos < rec[2] or pos in rec[4]:
+            return None
+        return sid, pos, self._segment(sid)
+
+    def _unseal(self, key: str) -> list[Any] | None:
+        """Move group ``key`` from its segment back into the index (new events came for it); its entry, or None."""
+        hit = self._sealed(key)
+        if hit is None:
+            return None
+        sid, pos, seg = hit
+        self.segs[sid][4].append(pos)
+        entry = self.index[key] = seg.entry(pos)
+        self._settle(sid)
+        return entry
+
+    def _unseal_all(self) -> None:
+        """Every sealed group back into the index (the end of the input flushes them all)."""
+        for sid in list(self.segs):
+            rec, seg = self.segs[sid], self._segment(sid)
+            dead = set(rec[4])
+            for pos in range(rec[2], rec[1]):
+                if pos not in dead:
+                    self.index[seg.keys[pos]] = seg.entry(pos)
+            rec[2:] = [rec[1], None, [], None]
+            self._settle(sid)
+
+    def _expiring(self, soon: float) -> list[tuple[str, int, bool]]:
+        """The sealed groups whose deadline ``soon`` has passed, moved back into the index, as :meth:`release`'s
+        work (each segment is in deadline order: the cursor moves on over them)."""
+        work: list[tuple[str, int, bool]] = []
+        for sid in list(self.segs):
+            rec = self.segs[sid]
+            if rec[3] is None or not soon > rec[3]:
+                continue
+            seg = self._segment(sid)
+            dead = set(rec[4])
+            at, size = rec[2], rec[1]
+            while at < size and soon > seg.dl[at]:
+                if at not in dead:
+                    key = seg.keys[at]
+                    self.index[key] = seg.entry(at)
+                    work.append((key, rec[0], False))
+                at += 1
+            rec[2:] = [
+                at,
+                seg.dl[at] if at < size else None,
+                [d for d in rec[4] if d >= at],
+                seg.minfed[at] if at < size else None,
+            ]
+            self._settle(sid)
+        return work
+
+    def _settle(self, sid: str) -> None:
+        """A segment with no live group left is removed: from the store, the meta (noted in ``done``) and this
+        worker's map."""
+        rec = self.segs[sid]
+        if rec[1] - rec[2] - len(rec[4]) > 0:
+            return
+        del self.segs[sid]
+        self.store.remove(SEGMENT + sid)
+        self.done.append(sid)
+        if len(self.done) > DONE_KEPT:
+            del self.done[: len(self.done) - DONE_KEPT]
+        got = _SEGMAP.get((self.plan.token, self.number))
+        if got is not None and sid in got[0]:
+            self._fold_out(sid, got[0], got[1])
+
+    def _seal(self) -> None:
+        """Seal the quiet started groups of the index (nothing pending, not a family's keyless group) into a new
+        segment per family, in deadline order: the index keeps only the groups with work coming."""
+        quiet: dict[int, list[tuple[int, str, list[Any]]]] = {}
+        for key, e in self.index.items():
+            if e[2] is None and e[3] and e[4] is not None and e[1] is not None and key not in self.waiting:
+                gkey = _gkey(key)
+                if gkey != KEYLESS_GROUP and gkey != WHOLE_GROUP:
+                    got = quiet.get(e[0])
+                    if got is None:
+                        got = quiet[e[0]] = []
+                    got.append((e[1] + self.fams[e[0]].reach, key, e))
+        if not quiet:
+            return
+        kmap = self._keymap()
+        folded = _SEGMAP[(self.plan.token, self.number)][0]
+        for fid, items in sorted(quiet.items()):
+            items.sort(key=lambda x: (x[0], x[1]))
+            seg = Segment(
+                fid,
+                [k for _, k, _ in items],
+                [e[1] for _, _, e in items],
+                [e[4] for _, _, e in items],
+                [e[5] for _, _, e in items],
+                [d for d, _, _ in items],
+            )
+            sid = uuid.uuid4().hex[:12]
+            self.store.put(SEGMENT + sid, seg.pack())
+            self.segs[sid] = [fid, len(items), 0, seg.dl[0], [], seg.minfed[0]]
+            _SEGS[(self.plan.token, self.number, sid)] = seg
+            self._fold_in(sid, seg, folded, kmap)
+            for _, key, _ in items:
+                del self.index[key]
 
     def _copy_sparse(self, blobs: dict[str, bytes], version: str) -> None:
         """Move the groups of the pages whose live share fell under :data:`PAGE_LIVE_SHARE` (the sparsest first, at
@@ -755,15 +1033,15 @@ class Bucket:
         )
         for _, old in sparse[:PAGES_COPIED]:
             for key, blob in self._page(old).items():
-                entry = self.index.get(key)
-                if entry is None or entry[4] != old:
+                held = self._version_of(key)
+                if held is None or self.alias.get(held, held) != old:
                     continue  # written again since, or gone
                 blobs[key] = bytes(blob)
-                entry[4] = version
-                at = (self.plan.token, self.number, key)
-                cached = _LIVE.get(at)
-                if cached is not None and cached[0] == old:  # the same state: still restored under its new version
-                    _LIVE[at] = (version, cached[1])
+            # Its groups keep their versions (a sealed segment never changes); those versions now read the new page.
+            for alias, now in self.alias.items():
+                if now == old:
+                    self.alias[alias] = version
+            self.alias[old] = version
             self._remove_page(old)
 
 

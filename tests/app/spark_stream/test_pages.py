@@ -42,13 +42,17 @@ def test_pages_are_counted_removed_and_copied_forward(
     calls = {"wrote": 0}
 
     def check(bucket: Any, store: DictStore) -> None:
-        assert all(k.startswith(state.PAGE) for k in store), "a group blob outside a page"
-        assert {k[len(state.PAGE) :] for k in store} == set(bucket.pages), "a page stored and not counted, or gone"
+        pages = {k[len(state.PAGE) :] for k in store if k.startswith(state.PAGE)}
+        segments = {k[len(state.SEGMENT) :] for k in store if k.startswith(state.SEGMENT)}
+        assert len(pages) + len(segments) == len(store), "a group blob outside a page"
+        assert pages == set(bucket.pages), "a page stored and not counted, or gone"
+        assert segments == set(bucket.segs), "a segment stored and not in the meta, or gone"
         holds: dict[str, int] = {}
-        for key, entry in bucket.index.items():
-            if entry[4] is not None:
-                holds[entry[4]] = holds.get(entry[4], 0) + 1
-                assert key in state.page_blobs(store[state.PAGE + entry[4]]), "a group its page lacks"
+        for key, version in _groups(bucket).items():
+            if version is not None:
+                page = bucket.alias.get(version, version)
+                holds[page] = holds.get(page, 0) + 1
+                assert key in state.page_blobs(store[state.PAGE + page]), "a group its page lacks"
         assert holds == {v: c[0] for v, c in bucket.pages.items()}, "a page's count is not its live groups"
         before = seen.get(bucket.number, set())
         if set(bucket.pages) - before:  # this call wrote a page: no page left sparse
@@ -61,6 +65,20 @@ def test_pages_are_counted_removed_and_copied_forward(
     assert not dead and calls["wrote"] > 20
     assert_same_records(got, want)
     assert not any(stores.values()), "pages left after the end of the input"
+
+
+def _groups(bucket: Any) -> dict[str, Any]:
+    """Every group the bucket holds -> the version its state is stored under: the index's and the sealed ones'."""
+    from app.spark.stream import state
+
+    held = {key: entry[4] for key, entry in bucket.index.items()}
+    for sid, (_, size, cursor, _, dead, _) in bucket.segs.items():
+        seg = state.Segment.unpack(bucket.store.get(state.SEGMENT + sid))
+        for pos in range(cursor, size):
+            if pos not in dead:
+                assert seg.keys[pos] not in held, "a group both in the index and sealed"
+                held[seg.keys[pos]] = seg.ver[pos]
+    return held
 
 
 def test_a_worker_that_kept_nothing_restores_from_the_pages(
@@ -100,15 +118,24 @@ def test_a_checkpoint_with_a_blob_per_group_goes_on(cluster_events: list[dict], 
     metas: dict[int, Any] = {}
     first, dead = run_batches(plan, batches[:half], end=False, stores=stores, metas=metas)
     old = 0
-    for b, store in stores.items():  # as the code before pages would have written it
+    for b, store in stores.items():  # as the code before pages (and segments) would have written it
         meta = state.decode_meta(metas[b])
+        index = dict(meta["index"])
+        for sid, (_, size, cursor, _, dead, _) in meta.pop("segs").items():
+            seg = state.Segment.unpack(store.pop(state.SEGMENT + sid))
+            index.update((seg.keys[p], seg.entry(p)) for p in range(cursor, size) if p not in dead)
+        alias = meta.pop("alias")
         for page in [k for k in store if k.startswith(state.PAGE)]:
             for key, blob in state.page_blobs(store.pop(page)).items():
-                entry = meta["index"].get(key)
-                if entry is not None and entry[4] == page[len(state.PAGE) :]:  # its state, not one since rewritten
+                entry = index.get(key)
+                # its state, not one since rewritten
+                if entry is not None and alias.get(entry[4], entry[4]) == page[len(state.PAGE) :]:
                     store.put(key, bytes(blob))
+                    entry[4] = key  # any version not a page's: the group's own blob
                     old += 1
-        assert meta.pop("pages")
+        assert meta.pop("pages") and not store.keys() - index.keys()
+        meta["index"] = index
+        del meta["done"]
         metas[b] = state.encode_meta(meta)
     state._LIVE.clear()
     state._PAGES.clear()
@@ -126,7 +153,8 @@ def test_a_checkpoint_with_a_blob_per_group_goes_on(cluster_events: list[dict], 
     assert not dead and not dead2
     assert_same_records(first + rest, want)
     assert not any(stores.values())
-    assert sum(not k.startswith(state.PAGE) for k in removed) == old  # each old blob removed once
+    own = [k for k in removed if not k.startswith((state.PAGE, state.SEGMENT))]
+    assert len(own) == len(set(own)) == old  # each old blob removed once
 
 
 def test_a_checkpoint_of_zlib_blobs_goes_on(
