@@ -86,11 +86,19 @@ LIVE_GROUPS = 20_000
 #: changes under its version, so a copy is always right.  Least recently used out past :data:`PAGE_BYTES`.
 _PAGES: OrderedDict[tuple[str, int, str], tuple[int, dict[str, memoryview]]] = OrderedDict()
 PAGE_BYTES = 32 << 20
+#: A call's groups go into pages of about this many bytes (one page holds at least one group).  Why not one page a
+#: call: reading a value, the JVM's state server pickles it byte by byte (Pyrolite's ``put_arrayOfPrimitives``
+#: through a ``StringBuilder``), and a group restored from a page not kept here reads the whole page.  At 20,000
+#: events/s on local[1] a call's page grew to tens of MB, more than :data:`PAGE_BYTES`, so it was never kept and each
+#: restore read it again: the state server spent 90 of 120 s doing so and the query stopped making progress (issue
+#: 28, cut 16).
+PAGE_MAX = 1 << 20
 #: A page holding fewer live groups than this share of those written to it is copied into the next page written
 #: (its groups' blobs as they are, not restored), so the stored bytes stay within about twice the live groups'.
 PAGE_LIVE_SHARE = 0.5
-#: Pages copied at most per call (a wave of expiries must not make one call long).
-PAGES_COPIED = 8
+#: Pages copied at most per call (a wave of expiries must not make one call long; a call writes a few pages of
+#: :data:`PAGE_MAX`, and about as many fall sparse as their groups expire).
+PAGES_COPIED = 16
 #: A bucket's meta as this worker last wrote or read it: (plan token, bucket) -> (version, its JSON, the meta).
 _METAS: dict[tuple[str, int], tuple[bytes, bytes, dict[str, Any]]] = {}
 #: This worker's runner per (plan token, full matches, umax, a group's queries), never fed: a new group's is its
@@ -809,8 +817,8 @@ class Bucket:
         this worker under it); a group never fed into :attr:`waiting` (the meta) instead.  Pages mostly let go of
         are copied into this one (:meth:`_copy_sparse`)."""
         t0 = time.perf_counter()
-        version = uuid.uuid4().hex[:12]
-        blobs: dict[str, bytes] = {}
+        pages: list[tuple[str, dict[str, bytes]]] = []
+        size = PAGE_MAX
         for key in sorted(self.touched):
             g = self.live[key]
             entry = self.index[key]
@@ -820,12 +828,19 @@ class Bucket:
                 self.waiting[key] = encode_waiting(g.to_state())
                 continue
             self.waiting.pop(key, None)
+            blob = pack_blob(g.to_state())
+            if size + len(blob) > PAGE_MAX and (not pages or pages[-1][1]):
+                pages.append((uuid.uuid4().hex[:12], {}))
+                size = 0
+            version, blobs = pages[-1]
+            blobs[key] = blob
+            size += len(blob)
             entry[4] = version
-            blobs[key] = pack_blob(g.to_state())
             _LIVE[(self.plan.token, self.number, key)] = (version, g)
         self.touched.clear()
-        if blobs:
-            self._copy_sparse(blobs, version)
+        if pages:
+            pages.extend(self._copy_sparse())
+        for version, blobs in pages:
             page = pack_page(blobs)
             self.store.put(PAGE + version, page)
             self.pages[version] = [len(blobs), len(blobs)]
@@ -1021,28 +1036,43 @@ class Bucket:
             for _, key, _ in items:
                 del self.index[key]
 
-    def _copy_sparse(self, blobs: dict[str, bytes], version: str) -> None:
+    def _copy_sparse(self) -> list[tuple[str, dict[str, bytes]]]:
         """Move the groups of the pages whose live share fell under :data:`PAGE_LIVE_SHARE` (the sparsest first, at
-        most :data:`PAGES_COPIED`) into the page being written, blobs as they are, and remove those pages: a page
-        lives while any of its groups does, so without this a few long-lived groups would keep many pages of
-        dead ones stored."""
+        most :data:`PAGES_COPIED`) into new pages (about :data:`PAGE_MAX` each; an old page's groups all into one),
+        blobs as they are, and remove those pages: a page lives while any of its groups does, so without this a few
+        long-lived groups would keep many pages of dead ones stored.  Returns the new pages (version, blobs), to be
+        written with the call's."""
+        out: list[tuple[str, dict[str, bytes]]] = []
+        size = PAGE_MAX
         sparse = sorted(
             (counts[0] / counts[1], old)
             for old, counts in self.pages.items()
             if counts[0] < PAGE_LIVE_SHARE * counts[1]
         )
         for _, old in sparse[:PAGES_COPIED]:
+            live: dict[str, bytes] = {}
             for key, blob in self._page(old).items():
                 held = self._version_of(key)
                 if held is None or self.alias.get(held, held) != old:
                     continue  # written again since, or gone
-                blobs[key] = bytes(blob)
+                live[key] = bytes(blob)
+            if not live:
+                self._remove_page(old)
+                continue
+            more = sum(len(b) for b in live.values())
+            if size + more > PAGE_MAX and (not out or out[-1][1]):
+                out.append((uuid.uuid4().hex[:12], {}))
+                size = 0
+            version, blobs = out[-1]
+            blobs.update(live)
+            size += more
             # Its groups keep their versions (a sealed segment never changes); those versions now read the new page.
             for alias, now in self.alias.items():
                 if now == old:
                     self.alias[alias] = version
             self.alias[old] = version
             self._remove_page(old)
+        return out
 
 
 # ------------------------------------------------------------------------------------------------ Spark adapter
@@ -1081,8 +1111,9 @@ class _MapStore:
 def _keep_page(at: tuple[str, int, str], size: int, blobs: dict[str, memoryview]) -> None:
     """Keep a page's blobs in this worker (:data:`_PAGES`), within :data:`PAGE_BYTES`."""
     _PAGES[at] = (size, blobs)
+    _PAGES.move_to_end(at)
     total = sum(size for size, _ in _PAGES.values())
-    while total > PAGE_BYTES and _PAGES:
+    while total > PAGE_BYTES and len(_PAGES) > 1:  # never the page just kept, however large
         total -= _PAGES.popitem(last=False)[1][0]
 
 

@@ -31,12 +31,17 @@ def test_pack_page_round_trip() -> None:
         page_blobs(pack_blob(states))
 
 
+@pytest.mark.parametrize("page_max", [None, 4000])
 def test_pages_are_counted_removed_and_copied_forward(
-    cluster_events: list[dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cluster_events: list[dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page_max: int | None
 ) -> None:
+    """A call's groups in pages of at most ``PAGE_MAX`` bytes (4,000: many pages a call), every count right."""
     from app.spark.stream import state
 
     monkeypatch.setattr(state, "PAGES_COPIED", 10**6)
+    if page_max is not None:
+        monkeypatch.setattr(state, "PAGE_MAX", page_max)
+    most = {"pages": 0}
     want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
     seen: dict[int, set[str]] = {}
     calls = {"wrote": 0}
@@ -55,6 +60,7 @@ def test_pages_are_counted_removed_and_copied_forward(
                 assert key in state.page_blobs(store[state.PAGE + page]), "a group its page lacks"
         assert holds == {v: c[0] for v, c in bucket.pages.items()}, "a page's count is not its live groups"
         before = seen.get(bucket.number, set())
+        most["pages"] = max(most["pages"], len(set(bucket.pages) - before))
         if set(bucket.pages) - before:  # this call wrote a page: no page left sparse
             calls["wrote"] += 1
             assert all(live >= state.PAGE_LIVE_SHARE * total for live, total in bucket.pages.values())
@@ -63,6 +69,7 @@ def test_pages_are_counted_removed_and_copied_forward(
     stores: dict[int, DictStore] = {}
     got, dead = run_batches(stream_plan(buckets=2), _batches(cluster_events, 40), stores=stores, after_call=check)
     assert not dead and calls["wrote"] > 20
+    assert most["pages"] > (5 if page_max else 0)
     assert_same_records(got, want)
     assert not any(stores.values()), "pages left after the end of the input"
 
@@ -210,3 +217,18 @@ def test_blobs_round_trip_in_both_formats() -> None:
     assert pack_blob(value)[:1] == BLOB_LZ4 and unpack_blob(pack_blob(value)) == value
     assert unpack_blob(memoryview(b"." + pack_blob(value))[1:]) == value  # a page's view
     assert unpack_blob(zlib.compress(orjson.dumps(value), 1)) == value  # written before cut 13
+
+
+def test_a_page_larger_than_the_cache_is_still_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page just kept stays, however large: a page over ``PAGE_BYTES`` that was dropped at once was read again
+    from the state store for every group restored from it (issue 28, cut 16)."""
+    from app.spark.stream import state
+
+    monkeypatch.setattr(state, "PAGE_BYTES", 100)
+    state._PAGES.clear()
+    state._keep_page(("t", 0, "a"), 60, {})
+    state._keep_page(("t", 0, "b"), 500, {})
+    assert list(state._PAGES) == [("t", 0, "b")]
+    state._keep_page(("t", 0, "a"), 60, {})  # kept again: the newest, the other out
+    assert list(state._PAGES) == [("t", 0, "a")]
+    state._PAGES.clear()
