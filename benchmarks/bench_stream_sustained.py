@@ -25,10 +25,10 @@ Per rate (its own ``hcep stream`` process, its own JVM):
 - ``capacity ev/s`` = events / the batches' summed durations: what the query does while it works (a bounded run
   idles between batches), the figure to compare masters by.
 - ``state rows`` / ``state MB`` = the state operator's rows and RocksDB memory at the largest (Spark's progress).
-- ``hcep match`` / ``hcep run`` beside it: CPU seconds for the same events (``--reference-events`` of them, the
-  stream's first seconds): ``hcep match`` over one file (a child process, its rusage), and ``hcep run`` draining
-  them from a Kafka broker (:func:`benchmarks.bench_pipeline.one_row`; ``--bootstrap``, or one started here, or
-  ``--no-run``).
+- ``hcep match`` / ``hcep run`` beside it: CPU seconds for the same events (all that landed, or the stream's first
+  ``--reference-events``: a prefix is cheaper but flatters them, as the state a stream holds grows for minutes):
+  ``hcep match`` over one file (a child process, its rusage), and ``hcep run`` draining them from a Kafka broker
+  (:func:`benchmarks.bench_pipeline.one_row`; ``--bootstrap``, or one started here, or ``--no-run``).
 - ``--operators hcep floor`` runs each rate a second time as ``<master> floor``: the same query with its
   operator swapped for one that reads its rows and keeps nothing (:mod:`benchmarks.stream_floor`): what Spark,
   PySpark and the router cost, which no cut to the operator can give back.
@@ -445,11 +445,11 @@ def _child_cpu(argv: list[str]) -> tuple[float, str]:
 def reference_rows(
     trace: Trace, limit: int, work: Path, bootstrap: str | None, no_run: bool, pack: Path = PACK
 ) -> list[dict[str, Any]]:
-    """``hcep match`` and ``hcep run`` over the stream's first ``limit`` events."""
+    """``hcep match`` and ``hcep run`` over the stream's first ``limit`` events (0: all of them)."""
     lines: list[str] = []
     for s in range(trace.seconds):
         lines.extend(trace.second(s))
-        if len(lines) >= limit:
+        if limit and len(lines) >= limit:
             break
     path = work / "reference.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -549,7 +549,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--buckets", type=int, help="hcep stream --buckets N (default: its own, 2 x cores)")
     parser.add_argument("--partitions", type=int, help="hcep stream --partitions N (default: its own, 2 x cores)")
     parser.add_argument("--driver-memory", help="hcep stream --driver-memory SIZE (default: its own)")
-    parser.add_argument("--reference-events", type=int, default=200_000, help="events for hcep match / hcep run")
+    parser.add_argument(
+        "--reference-events",
+        type=int,
+        default=0,
+        help="events for hcep match / hcep run: the stream's first N (default 0: every event that landed)",
+    )
     parser.add_argument("--bootstrap", help="Kafka broker for the hcep run row (default: start one)")
     parser.add_argument("--no-run", action="store_true", help="no hcep run row (no broker)")
     parser.add_argument("--keep", metavar="DIR", help="keep the runs' directories here")

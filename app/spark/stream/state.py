@@ -26,7 +26,8 @@ Why this shape, and why it gives ``hcep match``'s records:
   it restored (:data:`_LIVE`), under the version written with it: the state store stays the truth (another worker,
   a retried task or a restart finds a different version and restores), and a group is taken out of the cache while
   a batch changes it, so a failed task never leaves a half-changed group behind.  The bucket's meta is kept the
-  same way (:data:`_METAS`, its version in the blob): parsed again only after another worker wrote it.
+  same way (:data:`_METAS`, its version in the blob and beside it, :data:`META_VERSION`): read and parsed again
+  only after another worker wrote it.
 
 :class:`Bucket` is plain Python (tested without Spark); :class:`BucketProcessor` adapts it to Spark's API.
 """
@@ -168,6 +169,12 @@ def unpack_blob(blob: bytes | bytearray | memoryview) -> Any:
 
 #: The ``MapState`` key of a page (:func:`pack_page`) is this and its version; a group's key is ``fid|gkey``.
 PAGE = "@"
+#: The ``MapState`` key holding the version of the bucket's meta (the 12 bytes after its first), written with it:
+#: a worker whose copy (:data:`_METAS`) is that version does not read the meta.  Why: a value read from the state
+#: store comes through the JVM's state server, which pickles it byte by byte (Pyrolite's ``put_arrayOfPrimitives``
+#: through a ``StringBuilder``), and the meta -- megabytes at 20,000 events/s -- was read in every call, the
+#: timer's too (issue 28, cut 17).  A meta without it (older checkpoints) is read as before.
+META_VERSION = "~meta"
 #: A page: this byte, the header's length (4 bytes, big-endian), the header, the groups' blobs one after another.
 PAGE_V1 = b"\x02"
 
@@ -1242,11 +1249,18 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
         self.groups = handle.getMapState("groups", "key string", "blob binary")
 
     def _bucket(self, key: Any) -> Bucket:
-        """The bucket from its meta: parsed again only when this worker's copy (:data:`_METAS`) is not the stored
-        version (the meta holds the groups waiting for their first release: parsing it was ~30 ms a call)."""
+        """The bucket from its meta: read and parsed again only when this worker's copy (:data:`_METAS`) is not the
+        stored version (:data:`META_VERSION`; the meta holds the groups waiting for their first release: parsing it
+        was ~30 ms a call)."""
         number = self.bucket_of_key[int(key[0])]
-        got = self.meta.get()
         cached = _METAS.pop((self.plan.token, number), None)  # out while this call changes it
+        if cached is not None:
+            stored = self.groups.getValue((META_VERSION,))
+            if stored is not None and bytes(stored[0]) == cached[0]:
+                bucket = Bucket(self.plan, compiled_for(self.plan), cached[2], _MapStore(self.groups), number)
+                bucket.meta_read = (cached[0], cached[1])
+                return bucket
+        got = self.meta.get()
         data, read = None, None
         if got:
             blob = bytes(got[0])
@@ -1282,6 +1296,7 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
         bucket.timer = want
         if want is None:
             self.meta.clear()
+            self.groups.removeKey((META_VERSION,))
         else:
             meta = bucket.meta()
             raw = encode_meta(meta)
@@ -1293,6 +1308,7 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
 
                 version = uuid.uuid4().hex[:12].encode()
                 self.meta.update((META_V3 + version + lz4.block.compress(raw),))
+                self.groups.updateValue((META_VERSION,), (version,))
             _METAS[(self.plan.token, bucket.number)] = (version, raw, meta)
         return pd.DataFrame(out, columns=OUT_COLUMNS) if out else None
 

@@ -18,8 +18,10 @@ from tests.app.spark_stream.conftest import stream_plan
 class _Value:
     def __init__(self) -> None:
         self.v: Any = None
+        self.reads = 0
 
     def get(self) -> Any:
+        self.reads += 1
         return self.v
 
     def update(self, v: Any) -> None:
@@ -206,11 +208,20 @@ def test_a_meta_is_parsed_again_only_when_another_worker_wrote_it(
     list(proc.handleInputRows((0,), iter([pd.DataFrame({"rows": [state.pack_rows(rows)]})]), _Clock(wm)))
     written = handle.value.v
     assert written[0][:1] == state.META_V3 and handle.timers == {wm + 1}
+    reads = handle.value.reads
     list(proc.handleExpiredTimer((0,), _Clock(wm), _Expired(wm - 5)))  # an older timer: nothing changes
     assert handle.value.v is written and not parsed  # neither parsed nor written again
+    # nor read: the meta's version, stored beside it, is this worker's copy's (the JVM pickles a value it returns
+    # byte by byte)
+    assert handle.value.reads == reads and handle.map.d[(state.META_VERSION,)] == (written[0][1:13],)
     state._METAS.clear()  # the bucket's next task runs on another worker
     list(proc.handleExpiredTimer((0,), _Clock(wm), _Expired(wm - 5)))
-    assert len(parsed) == 1 and handle.value.v is written
+    assert len(parsed) == 1 and handle.value.v is written and handle.value.reads == reads + 1
+    # a task that failed after this worker wrote a newer meta: the store holds the older version, which is read
+    cached = state._METAS[(plan.token, 0)]
+    state._METAS[(plan.token, 0)] = (b"ffffffffffff", *cached[1:])
+    list(proc.handleExpiredTimer((0,), _Clock(wm), _Expired(wm - 5)))
+    assert len(parsed) == 2 and handle.value.reads == reads + 2
     # older checkpoints' metas: zlib'd JSON without a version (as pack_blob wrote them), then with one (META_V1), then
     # LZ4'd JSON (META_V2): their waiting groups are dicts, not MessagePack bytes
     meta = proc._bucket((0,)).meta()
