@@ -81,6 +81,7 @@ NEG_INF = -math.inf
 UNKNOWN = -1  # Bucket.timer of a meta written before the timer was kept in it
 INF = math.inf
 #: Restored groups kept by this worker: (plan token, bucket, key) -> (version, group); least recently used out.
+#: Only groups with work coming (in their bucket's index): a sealed group is let go (:meth:`Bucket.save`).
 _LIVE: OrderedDict[tuple[str, int, str], tuple[str, Any]] = OrderedDict()
 LIVE_GROUPS = 20_000
 #: Pages (:func:`pack_page`) this worker wrote or read: (plan token, bucket, version) -> its blobs; a page never
@@ -825,6 +826,7 @@ class Bucket:
         are copied into this one (:meth:`_copy_sparse`)."""
         t0 = time.perf_counter()
         pages: list[tuple[str, dict[str, bytes]]] = []
+        written: list[str] = []
         size = PAGE_MAX
         for key in sorted(self.touched):
             g = self.live[key]
@@ -844,6 +846,7 @@ class Bucket:
             size += len(blob)
             entry[4] = version
             _LIVE[(self.plan.token, self.number, key)] = (version, g)
+            written.append(key)
         self.touched.clear()
         if pages:
             pages.extend(self._copy_sparse())
@@ -853,6 +856,12 @@ class Bucket:
             self.pages[version] = [len(blobs), len(blobs)]
             _keep_page((self.plan.token, self.number, version), len(page), page_blobs(page))
         self._seal()
+        # A group sealed now waits to expire (or for a key or keyless event to wake it): it is let go here, its
+        # objects still warm, rather than pushed out of the cache later (freeing cold evicted groups was 10 % of the
+        # workers at 20,000 events/s); the operator alone used the same CPU and 30 % less memory (issue 28, cut 18).
+        for key in written:
+            if key not in self.index:
+                _LIVE.pop((self.plan.token, self.number, key), None)
         while len(_LIVE) > LIVE_GROUPS:
             _LIVE.popitem(last=False)
         self.state_s += time.perf_counter() - t0

@@ -40,8 +40,9 @@ def cold_worker() -> Any:
 def test_quiet_groups_are_sealed_and_come_back_when_their_keys_do(
     cluster_events: list[dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After every call the index holds no quiet started group (they are sealed); groups whose keys come again are
-    taken out of their segments (the simulated cluster's jobs span many calls), and the records are the same."""
+    """After every call the index holds no quiet started group (they are sealed), nor does the worker keep one
+    restored; groups whose keys come again are taken out of their segments (the simulated cluster's jobs span many
+    calls), and the records are the same."""
     from app.spark.stream import state
 
     unsealed: list[str] = []
@@ -61,6 +62,9 @@ def test_quiet_groups_are_sealed_and_come_back_when_their_keys_do(
             special = key.split("|", 1)[1] in (state.KEYLESS_GROUP, state.WHOLE_GROUP)
             assert special or not e[3] or e[2] is not None, f"a quiet started group left in the index: {key}"
         sealed["most"] = max(sealed["most"], bucket.groups_held() - len(bucket.index))
+        # the worker keeps restored only groups with work coming (a sealed one is freed while its objects are warm)
+        kept = {k for (token, number, k) in state._LIVE if token == bucket.plan.token and number == bucket.number}
+        assert kept <= set(bucket.index), f"sealed groups kept restored: {sorted(kept - set(bucket.index))[:3]}"
 
     want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
     stores: dict[int, DictStore] = {}
