@@ -21,7 +21,9 @@ Per rate (its own ``hcep stream`` process, its own JVM):
   the tree's CPU when the first file lands (the JVM, the session; paid once by a stream that runs for hours);
   ``ev/CPU-s after startup`` divides by the CPU after it.
 - ``batch p50/p99`` = micro-batch durations (Spark's ``triggerExecution``); ``first batch`` = the end of the first
-  batch that read files, after the line ``hcep stream`` prints once its SparkSession is up.
+  batch that read files, after the line ``hcep stream`` prints once its SparkSession is up; ``first batch own s`` =
+  that batch's own duration.  The two differ by when it started: with ``--trigger S``, a first trigger that finds
+  no file yet (the first lands a second after the session is up) leaves the events to the next one, S later.
 - ``capacity ev/s`` = events / the batches' summed durations: what the query does while it works (a bounded run
   idles between batches), the figure to compare masters by.
 - ``state rows`` / ``state MB`` = the state operator's rows and RocksDB memory at the largest (Spark's progress).
@@ -378,10 +380,11 @@ def summarize(run: Run, trace: Trace, drained_at: float, max_lag: float) -> dict
     state_mb = max(
         (sum(o.get("memoryUsedBytes", 0) for o in p.get("stateOperators", [])) / 1e6 for p in progress), default=0.0
     )
-    first_end = math.nan
+    first_end = first_own = math.nan
     for p in progress:
         if p.get("numInputRows", 0):
-            first_end = _ts(p["timestamp"]) + p["durationMs"].get("triggerExecution", 0) / 1000
+            first_own = p["durationMs"].get("triggerExecution", 0) / 1000
+            first_end = _ts(p["timestamp"]) + first_own
             break
     events = sum(f.events for f in run.landed)
     processed = sum(f.events for f in run.landed if batches.get(f.name) in commits)
@@ -402,6 +405,7 @@ def summarize(run: Run, trace: Trace, drained_at: float, max_lag: float) -> dict
         "batch p50 s": _pct(durations, 0.5),
         "batch p99 s": _pct(durations, 0.99),
         "first batch s": first_end - run.session_up,
+        "first batch own s": first_own,
         "cpu s": run.cpu_s,
         "ev/CPU-s": processed / run.cpu_s if run.cpu_s else math.nan,
         "startup cpu s": run.startup_cpu_s,
@@ -494,6 +498,7 @@ COLUMNS = [
     "batch p50 s",
     "batch p99 s",
     "first batch s",
+    "first batch own s",
     "capacity ev/s",
     "cpu s",
     "ev/CPU-s",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,26 @@ def test_the_floor_operator_reads_its_rows_and_keeps_nothing() -> None:
         mp.setattr("app.cli.main", lambda argv: 0)
         assert stream_floor.main(["stream"]) == 0
         assert job.BucketProcessor.__module__ == "benchmarks.stream_floor"
+
+
+def test_the_first_batch_is_timed_from_the_session_and_on_its_own(tmp_path: Path) -> None:
+    """A first trigger that found no file yet is not the first batch: that is the first one with input rows, its end
+    counted from the session's start, and its own duration beside (the wait for the trigger is not its cost)."""
+    import math
+
+    from benchmarks.bench_stream_sustained import Run, summarize
+
+    progress = tmp_path / "out" / "_stream" / "progress.jsonl"
+    progress.parent.mkdir(parents=True)
+    rows = [
+        {"timestamp": "2026-12-06T10:00:00.000Z", "numInputRows": 0, "durationMs": {"triggerExecution": 400}},
+        {"timestamp": "2026-12-06T10:00:10.000Z", "numInputRows": 5, "durationMs": {"triggerExecution": 6500}},
+        {"timestamp": "2026-12-06T10:00:20.000Z", "numInputRows": 5, "durationMs": {"triggerExecution": 3000}},
+    ]
+    progress.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    up = datetime(2026, 12, 6, 10, 0, 0, tzinfo=UTC).timestamp() - 1.5
+    run = Run("local[2]", 1.0, tmp_path, session_up=up, started=up - 10, stopped_landing=up + 30, cpu_s=1.0)
+    row = summarize(run, Trace(20, 3), up + 40, 60.0)
+    assert math.isclose(row["first batch s"], 1.5 + 10 + 6.5)
+    assert math.isclose(row["first batch own s"], 6.5)
+    assert row["batches"] == 2

@@ -18,6 +18,20 @@ from app.spark.stream.state import OUT_COLUMNS, Bucket, MemoryStore, compiled_fo
 DictStore = MemoryStore
 
 
+def route_lines(
+    plan: StreamPlan, lines: Iterable[tuple[str, int, str]], max_wt: float
+) -> tuple[dict[int, list[tuple]], float]:
+    """A micro-batch's lines (file name, line number, text) as the router gives them: each bucket's rows (the
+    operator's :data:`~app.spark.stream.state.ROW_FIELDS`), and the greatest event point so far (the watermark's)."""
+    by_bucket: dict[int, list[tuple]] = {}
+    for origin, pos, text in lines:
+        for row in route(plan, origin, pos, text, f"{origin}:{pos}", 2**62):
+            by_bucket.setdefault(row[0], []).append(row[1:-1])
+            if row[3] != "marker" and row[3] != "bad":
+                max_wt = max(max_wt, row[-1])
+    return by_bucket, max_wt
+
+
 def run_batches(
     plan: StreamPlan,
     batches: Iterable[Sequence[tuple[str, int, str]]],
@@ -47,12 +61,7 @@ def run_batches(
         batches.append([("control", 0, json.dumps({END_KEY: "x"}))])
     for lines in batches:
         wm_ms = 0 if max_wt == -math.inf else int((max_wt - plan.bound) * 1000)
-        by_bucket: dict[int, list[tuple]] = {}
-        for origin, pos, text in lines:
-            for row in route(plan, origin, pos, text, f"{origin}:{pos}", 2**62):
-                by_bucket.setdefault(row[0], []).append(row[1:-1])
-                if row[3] != "marker" and row[3] != "bad":
-                    max_wt = max(max_wt, row[-1])
+        by_bucket, max_wt = route_lines(plan, lines, max_wt)
         for b in range(plan.buckets):
             rows = by_bucket.get(b, [])
             if not rows and b not in metas:

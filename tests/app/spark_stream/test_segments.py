@@ -15,7 +15,7 @@ import pytest
 
 from tests.app.spark.helpers import assert_same_records
 from tests.app.spark_stream.conftest import match, stream_plan, write_events
-from tests.app.spark_stream.simulate import DictStore, run_batches
+from tests.app.spark_stream.simulate import DictStore, route_lines, run_batches
 
 
 def _batches(events: list[dict], size: int) -> list[list[tuple[str, int, str]]]:
@@ -107,7 +107,7 @@ def test_a_failed_tasks_segments_never_hide_a_sealed_group(
     from app.spark.record_columns import record_of_row
     from app.spark.stream import state
     from app.spark.stream.sink import ORDER
-    from app.spark.stream.source import END_KEY, route
+    from app.spark.stream.source import END_KEY
     from app.spark.stream.state import OUT_COLUMNS, Bucket, compiled_for, decode_meta, encode_meta
 
     rebuilt = {"segments": 0}  # read back from the store: only when the key map is built again
@@ -129,12 +129,7 @@ def test_a_failed_tasks_segments_never_hide_a_sealed_group(
     batches = [*_batches(cluster_events, 25), [("control", 0, json.dumps({END_KEY: "x"}))]]
     for lines in batches:
         wm_ms = 0 if max_wt == -math.inf else int((max_wt - plan.bound) * 1000)
-        by_bucket: dict[int, list[Any]] = {}
-        for origin, pos, text in lines:
-            for row in route(plan, origin, pos, text, f"{origin}:{pos}", 2**62):
-                by_bucket.setdefault(row[0], []).append(row[1:-1])
-                if row[3] not in ("marker", "bad"):
-                    max_wt = max(max_wt, row[-1])
+        by_bucket, max_wt = route_lines(plan, lines, max_wt)
         for b in range(plan.buckets):
             rows = by_bucket.get(b, [])
             if not rows and b not in metas:
