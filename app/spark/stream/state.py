@@ -267,6 +267,12 @@ class Segment:
 SEGMENT_V1 = b"\x06"
 
 
+def _still_sealed(rec: list[Any]) -> int:
+    """Groups a segment still holds, from its line in the meta (:attr:`Bucket.segs`): its size, less the positions
+    before the cursor (expired) and the dead ones after it (unsealed)."""
+    return int(rec[1] - rec[2] - len(rec[4]))
+
+
 _MID2 = itemgetter(0)
 _UNSET: Any = object()
 
@@ -613,7 +619,7 @@ class Bucket:
 
     def groups_held(self) -> int:
         """Groups the bucket holds: in the index and sealed in segments."""
-        return len(self.index) + sum(rec[1] - rec[2] - len(rec[4]) for rec in self.segs.values())
+        return len(self.index) + sum(_still_sealed(rec) for rec in self.segs.values())
 
     def group(self, fid: int, gkey: str) -> StreamGroup:
         key = f"{fid}|{gkey}"
@@ -910,7 +916,7 @@ class Bucket:
             folded.clear()
             kmap.clear()
             first_new = 0
-        for sid in list(current)[first_new:] if not rebuild else list(current):
+        for sid in list(current)[first_new:]:
             self._fold_in(sid, self._segment(sid), folded, kmap)
         self._kmap = kmap
         return kmap
@@ -1006,8 +1012,7 @@ class Bucket:
     def _settle(self, sid: str) -> None:
         """A segment with no live group left is removed: from the store, the meta (noted in ``done``) and this
         worker's map."""
-        rec = self.segs[sid]
-        if rec[1] - rec[2] - len(rec[4]) > 0:
+        if _still_sealed(self.segs[sid]) > 0:
             return
         del self.segs[sid]
         self.store.remove(SEGMENT + sid)
@@ -1263,15 +1268,11 @@ class BucketProcessor(_processor_base()):  # type: ignore[misc]
         was ~30 ms a call)."""
         number = self.bucket_of_key[int(key[0])]
         cached = _METAS.pop((self.plan.token, number), None)  # out while this call changes it
-        if cached is not None:
-            stored = self.groups.getValue((META_VERSION,))
-            if stored is not None and bytes(stored[0]) == cached[0]:
-                bucket = Bucket(self.plan, compiled_for(self.plan), cached[2], _MapStore(self.groups), number)
-                bucket.meta_read = (cached[0], cached[1])
-                return bucket
-        got = self.meta.get()
         data, read = None, None
-        if got:
+        stored = self.groups.getValue((META_VERSION,)) if cached is not None else None
+        if cached is not None and stored is not None and bytes(stored[0]) == cached[0]:
+            data, read = cached[2], (cached[0], cached[1])  # this worker's copy is the stored meta: not read
+        elif got := self.meta.get():
             blob = bytes(got[0])
             if blob[:1] in (META_V3, META_V2, META_V1):
                 version = blob[1:13]

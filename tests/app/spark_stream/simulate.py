@@ -18,6 +18,19 @@ from app.spark.stream.state import OUT_COLUMNS, Bucket, MemoryStore, compiled_fo
 DictStore = MemoryStore
 
 
+def count_reads(monkeypatch: Any, prefix: str) -> dict[str, int]:
+    """Count the group stores' reads of keys starting with ``prefix`` (pages, segments) in ``["reads"]``."""
+    got = {"reads": 0}
+    get = DictStore.get
+
+    def counting(self: DictStore, key: str) -> Any:
+        got["reads"] += key.startswith(prefix)
+        return get(self, key)
+
+    monkeypatch.setattr(DictStore, "get", counting)
+    return got
+
+
 def route_lines(
     plan: StreamPlan, lines: Iterable[tuple[str, int, str]], max_wt: float
 ) -> tuple[dict[int, list[tuple]], float]:
@@ -41,11 +54,13 @@ def run_batches(
     stores: dict[int, DictStore] | None = None,
     metas: dict[int, Any] | None = None,
     after_call: Callable[[Bucket, DictStore], None] | None = None,
+    before_call: Callable[[int, list[tuple], int, DictStore, Any], None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[tuple]]:
     """``batches``: lists of (file name, line number, text).  Returns (records in emission order, dead rows);
     ``drops``, when given, gets what the memory bounds dropped per query (the operator's drops rows); ``stores``
     and ``metas``, the buckets' group stores and packed metas (bucket -> each, read and written as the calls go: a
-    later run goes on from them); ``after_call(bucket, store)`` is called after each bucket's call, its meta saved."""
+    later run goes on from them); ``after_call(bucket, store)`` is called after each bucket's call, its meta saved;
+    ``before_call(bucket number, rows, watermark ms, store, packed meta or None)`` before it (a failed attempt)."""
     compiled = compiled_for(plan)
     if metas is None:
         metas = {}
@@ -66,6 +81,8 @@ def run_batches(
             rows = by_bucket.get(b, [])
             if not rows and b not in metas:
                 continue
+            if before_call is not None:
+                before_call(b, rows, wm_ms, stores[b], metas.get(b))
             bucket = Bucket(plan, compiled, decode_meta(metas[b]) if b in metas else None, stores[b], b)
             out = bucket.handle(rows, wm_ms)
             if bucket.empty():

@@ -13,7 +13,7 @@ import pytest
 
 from tests.app.spark.helpers import assert_same_records
 from tests.app.spark_stream.conftest import match, stream_plan, write_events
-from tests.app.spark_stream.simulate import DictStore, run_batches
+from tests.app.spark_stream.simulate import DictStore, count_reads, run_batches
 
 
 def _batches(events: list[dict], size: int) -> list[list[tuple[str, int, str]]]:
@@ -98,17 +98,10 @@ def test_a_worker_that_kept_nothing_restores_from_the_pages(
     monkeypatch.setattr(state, "PAGE_BYTES", 0)
     state._LIVE.clear()
     state._PAGES.clear()
-    reads = {"pages": 0}
-    get = DictStore.get
-
-    def counting(self: DictStore, key: str) -> Any:
-        reads["pages"] += key.startswith(state.PAGE)
-        return get(self, key)
-
-    monkeypatch.setattr(DictStore, "get", counting)
+    reads = count_reads(monkeypatch, state.PAGE)
     want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
     got, dead = run_batches(stream_plan(buckets=3), _batches(cluster_events, 60))
-    assert not dead and reads["pages"] > 20
+    assert not dead and reads["reads"] > 20
     assert_same_records(got, want)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import random
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 
 from tests.app.spark.helpers import assert_same_records
 from tests.app.spark_stream.conftest import match, stream_plan, write_events
-from tests.app.spark_stream.simulate import DictStore, route_lines, run_batches
+from tests.app.spark_stream.simulate import DictStore, count_reads, run_batches
 
 
 def _batches(events: list[dict], size: int) -> list[list[tuple[str, int, str]]]:
@@ -83,19 +82,12 @@ def test_a_worker_that_kept_nothing_finds_its_sealed_groups(
 
     monkeypatch.setattr(state, "LIVE_GROUPS", 0)
     monkeypatch.setattr(state, "PAGE_BYTES", 0)
-    read = {"segments": 0}
-    get = DictStore.get
-
-    def counting(self: DictStore, key: str) -> Any:
-        read["segments"] += key.startswith(state.SEGMENT)
-        return get(self, key)
-
-    monkeypatch.setattr(DictStore, "get", counting)
+    read = count_reads(monkeypatch, state.SEGMENT)
     want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
     got, dead = run_batches(
         stream_plan(buckets=3), _batches(cluster_events, 40), after_call=lambda bucket, store: cold_worker()
     )
-    assert not dead and read["segments"] > 20
+    assert not dead and read["reads"] > 20
     assert_same_records(got, want)
 
 
@@ -104,11 +96,8 @@ def test_a_failed_tasks_segments_never_hide_a_sealed_group(
 ) -> None:
     """Calls that fail after writing (their state rolled back, as Spark does, while the worker keeps what it cached,
     the key map with the failed call's segments among it) and run again: the records are ``hcep match``'s."""
-    from app.spark.record_columns import record_of_row
     from app.spark.stream import state
-    from app.spark.stream.sink import ORDER
-    from app.spark.stream.source import END_KEY
-    from app.spark.stream.state import OUT_COLUMNS, Bucket, compiled_for, decode_meta, encode_meta
+    from app.spark.stream.state import Bucket, compiled_for, decode_meta, encode_meta
 
     rebuilt = {"segments": 0}  # read back from the store: only when the key map is built again
     unpack = state.Segment.unpack.__func__  # type: ignore[attr-defined]
@@ -122,36 +111,17 @@ def test_a_failed_tasks_segments_never_hide_a_sealed_group(
     compiled = compiled_for(plan)
     rng = random.Random(7)
     stores = {b: DictStore() for b in range(plan.buckets)}
-    metas: dict[int, bytes] = {}
-    records: list[dict[str, Any]] = []
-    max_wt = -math.inf
-    failed = 0
-    batches = [*_batches(cluster_events, 25), [("control", 0, json.dumps({END_KEY: "x"}))]]
-    for lines in batches:
-        wm_ms = 0 if max_wt == -math.inf else int((max_wt - plan.bound) * 1000)
-        by_bucket, max_wt = route_lines(plan, lines, max_wt)
-        for b in range(plan.buckets):
-            rows = by_bucket.get(b, [])
-            if not rows and b not in metas:
-                continue
-            if rng.random() < 0.3:  # an attempt that fails once it wrote: its state is not committed
-                failed += 1
-                store = copy.deepcopy(stores[b])
-                attempt = Bucket(plan, compiled, decode_meta(metas[b]) if b in metas else None, store, b)
-                attempt.handle(rows, wm_ms)
-                encode_meta(attempt.meta())
-            bucket = Bucket(plan, compiled, decode_meta(metas[b]) if b in metas else None, stores[b], b)
-            out = bucket.handle(rows, wm_ms)
-            if bucket.empty():
-                metas.pop(b, None)
-            else:
-                metas[b] = encode_meta(bucket.meta())
-            got = sorted(
-                (dict(zip(OUT_COLUMNS, r, strict=True)) for r in out if r[0] == "record"),
-                key=lambda r: tuple(r[c] for c in ORDER),
-            )
-            records.extend(record_of_row(r) for r in got)
-    assert failed > 10 and rebuilt["segments"] > 10
+    failed = {"calls": 0}
+
+    def fail_once_written(b: int, rows: list[tuple], wm_ms: int, store: DictStore, meta: Any) -> None:
+        if rng.random() < 0.3:  # an attempt that fails once it wrote: its state is not committed
+            failed["calls"] += 1
+            attempt = Bucket(plan, compiled, decode_meta(meta) if meta is not None else None, copy.deepcopy(store), b)
+            attempt.handle(rows, wm_ms)
+            encode_meta(attempt.meta())
+
+    records, _ = run_batches(plan, _batches(cluster_events, 25), stores=stores, before_call=fail_once_written)
+    assert failed["calls"] > 10 and rebuilt["segments"] > 10
     assert_same_records(records, match(write_events(cluster_events, tmp_path / "c.jsonl")))
     assert not any(stores.values())
 
