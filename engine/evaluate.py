@@ -241,8 +241,9 @@ class PackRunner:
             self.types = frozenset(types)
         self._start()
 
-    def _start(self) -> None:
-        """The evaluators, nothing fed yet, and what feeds them."""
+    def _start(self, like: PackFeeder | None = None) -> None:
+        """The evaluators, nothing fed yet, and what feeds them (``like``: a feeder of this runner's queries, whose
+        routes the new one shares)."""
         umax = self.umax
         self.matchers: list[Evaluator] = [make(cq, umax) for make, cq in zip(self._makers, self.cqs, strict=True)]
         increments, lazy_ids = self._output
@@ -254,7 +255,7 @@ class PackRunner:
         self.pairs = list(zip(self.specs, self.matchers, strict=True))
         # One pass over the pack (PackFeeder): each event reaches only the queries that name its type; the records
         # and their order are those of feeding every query in turn.
-        self.feeder = PackFeeder(self.matchers, umax)
+        self.feeder = PackFeeder(self.matchers, umax, like=like)
         self.shedder = SheddingMatcher(self.matchers, self.shedding, feeder=self.feeder) if self._shed else None
 
     def fresh(self) -> PackRunner:
@@ -265,7 +266,7 @@ class PackRunner:
         new.__dict__.update(
             {k: v for k, v in self.__dict__.items() if k not in ("matchers", "pairs", "feeder", "shedder")}
         )
-        new._start()
+        new._start(self.feeder)
         return new
 
     def feed(self, ev: Event, arrival: float | None = None) -> list[tuple[Any, Record]]:
@@ -317,7 +318,11 @@ class PackRunner:
     def limit_drops(self) -> dict[str, int]:
         """Per query: partial matches the memory bounds dropped since this runner was built (runs, or enumerations
         cut short: :mod:`engine.runtime.limits`)."""
-        return {spec.name: m.stats().dropped for spec, m in self.pairs}
+        return {spec.name: m.dropped() for spec, m in self.pairs}
+
+    def dropped(self) -> int:
+        """:meth:`limit_drops`' sum: a caller that reports drops as they happen asks only when this moved."""
+        return sum(m.dropped() for m in self.matchers)
 
     def shed_counts(self) -> dict[str, tuple[int, int]]:
         """Per query: (partial matches shed, input events dropped) so far; empty without shedding.  Events are

@@ -150,6 +150,11 @@ class Evaluator(Protocol):
 
     def stats(self) -> Stats: ...
 
+    def dropped(self) -> int:
+        """``stats().dropped`` alone: partial matches lost to the memory bounds so far, without counting what is held
+        (the Spark operator asks every group it feeds, every micro-batch)."""
+        ...
+
     def runs_alive(self) -> int: ...
 
     def horizon(self, last_t: float, umax: int) -> float:

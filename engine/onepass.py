@@ -40,18 +40,32 @@ class PackFeeder:
 
     name = "pack"
 
-    def __init__(self, matchers: Sequence[Evaluator], max_uncertainty: int = 0) -> None:
+    def __init__(
+        self, matchers: Sequence[Evaluator], max_uncertainty: int = 0, *, like: PackFeeder | None = None
+    ) -> None:
         self.matchers: list[Evaluator] = list(matchers)
         n = len(self.matchers)
-        self.wanted: list[frozenset[str] | None] = [m.wants() for m in self.matchers]
-        self.always = tuple(i for i in range(n) if self.wanted[i] is None)
-        self.routes: dict[str, tuple[int, ...]] = {}
-        # An evaluator that needs time order refuses an older event even when it does not read its type: the
-        # feeder refuses it on that evaluator's behalf (those fed every event refuse it themselves).
-        self.ordered = any(m.ordered for m in self.matchers)
-        self.bounds = any(m.bounds for m in self.matchers)
-        self.tick: float = self.matchers[0].tick if self.matchers else 0.1
-        self.check_order = any(m.ordered and w is not None for m, w in zip(self.matchers, self.wanted, strict=True))
+        if like is not None and len(like.matchers) == n:
+            # ``like``: a feeder of evaluators of the same queries, built the same way (PackRunner.fresh: the Spark
+            # operator builds one per new group, thousands a second): what depends on the queries alone is taken
+            # from it, and its routes -- the same for the same wants -- shared.
+            self.wanted: list[frozenset[str] | None] = like.wanted
+            self.always: tuple[int, ...] = like.always
+            self.routes: dict[str, tuple[int, ...]] = like.routes
+            self.ordered: bool = like.ordered
+            self.bounds: bool = like.bounds
+            self.tick: float = like.tick
+            self.check_order: bool = like.check_order
+        else:
+            self.wanted = [m.wants() for m in self.matchers]
+            self.always = tuple(i for i in range(n) if self.wanted[i] is None)
+            self.routes = {}
+            # An evaluator that needs time order refuses an older event even when it does not read its type: the
+            # feeder refuses it on that evaluator's behalf (those fed every event refuse it themselves).
+            self.ordered = any(m.ordered for m in self.matchers)
+            self.bounds = any(m.bounds for m in self.matchers)
+            self.tick = self.matchers[0].tick if self.matchers else 0.1
+            self.check_order = any(m.ordered and w is not None for m, w in zip(self.matchers, self.wanted, strict=True))
         self.t, self.now, self.fed = NEG_INF, NEG_INF, 0
         self.umax: int = max([max_uncertainty, *(m.clock().umax for m in self.matchers)])
         self.synced = [-1] * n  # the feeder's ``fed`` when each last had its clock (-1: hand it over first)
@@ -324,6 +338,9 @@ class PackFeeder:
 
     def stats(self) -> Stats:
         return Stats.total(self.fed, (m.stats() for m in self.matchers))
+
+    def dropped(self) -> int:
+        return sum(m.dropped() for m in self.matchers)
 
     def horizon(self, last_t: float, umax: int) -> float:
         return min((m.horizon(last_t, umax) for m in self.matchers), default=math.inf)

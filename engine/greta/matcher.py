@@ -148,6 +148,9 @@ class _TrendOutput:
     def stats(self) -> Stats:
         return Stats(self.fed, self.matches, self.runs_alive())
 
+    def dropped(self) -> int:
+        return 0  # a trend graph is not bounded (engine.runtime.limits bounds runs and enumerations)
+
     def runs_alive(self) -> int:
         raise NotImplementedError
 
@@ -438,6 +441,9 @@ class TrendEnumerator(_TrendOutput):
     def stats(self) -> Stats:
         inner = self.inner.stats()
         return Stats(self.fed, self.matches, inner.runs_alive, inner.shed, inner.dropped)
+
+    def dropped(self) -> int:
+        return self.inner.dropped()
 
     def set_limits(self, limits: Limits) -> None:
         """The enumeration's runs are bounded like the NFA^b runtime's."""

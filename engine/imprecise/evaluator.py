@@ -257,6 +257,9 @@ class ImpreciseMatcher:
     def stats(self) -> Stats:
         return Stats(self.fed, self.matches, self.runs_alive(), 0, self.truncated + self.skipped)
 
+    def dropped(self) -> int:
+        return self.truncated + self.skipped
+
     def horizon(self, last_t: float, umax: int) -> float:
         """The window rule of the NFA^b runtime (a signature open at ``last_t`` started less than a window before it,
         give or take the safe-emit delay), and a held distinct record keeps its best signature, whose start bounds

@@ -55,7 +55,7 @@ def apply(matcher: Evaluator, limits: Limits) -> Any:
 
 def dropped(matcher: Evaluator) -> int:
     """Partial matches the bounds dropped so far: runs (NFA^b) or enumerations cut short (possible worlds)."""
-    return matcher.stats().dropped
+    return matcher.dropped()
 
 
 def enforce(m: Any, ev: Any) -> None:

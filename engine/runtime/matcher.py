@@ -216,6 +216,9 @@ class Matcher:
     def stats(self) -> Stats:
         return Stats(self.fed, self.matches, self.alive, self.shed_runs, self.dropped_runs)
 
+    def dropped(self) -> int:
+        return self.dropped_runs
+
     def horizon(self, last_t: float, umax: int) -> float:
         """A run open at ``last_t`` started less than a window before it (:func:`engine.evaluator.window_horizon`)."""
         return window_horizon(last_t, self.window, umax)

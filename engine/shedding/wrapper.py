@@ -212,6 +212,9 @@ class SheddingMatcher:
     def stats(self) -> Stats:
         return Stats.total(self.events, (m.stats() for m in self.matchers))
 
+    def dropped(self) -> int:
+        return sum(m.dropped() for m in self.matchers)
+
     def horizon(self, last_t: float, umax: int) -> float:
         return min((m.horizon(last_t, umax) for m in self.matchers), default=float("inf"))
 

@@ -43,7 +43,7 @@ def test_nfa_runs_stay_under_the_bounds_and_are_counted() -> None:
         assert m.alive == sum(len(p) for p in m.pools.values())
         assert all(len(p) <= 300 for p in m.pools.values())
     assert peak <= 500 and m.dropped_runs > 0
-    assert run_limits.dropped(m) == m.dropped_runs
+    assert run_limits.dropped(m) == m.dropped_runs == m.stats().dropped
     keyed = {tuple(tuple(ids) for ids in r["match"].values()) for r in want}
     assert {tuple(tuple(ids) for ids in r["match"].values()) for r in got} <= keyed  # lossy, never invented
     unbounded = run_limits.apply(Matcher(cq), Limits(None, None))
@@ -60,7 +60,7 @@ def test_trend_enumeration_is_bounded() -> None:
         m.feed(ev)
         assert m.runs_alive() <= 1000
     m.flush()
-    assert run_limits.dropped(m) > 0
+    assert run_limits.dropped(m) == m.stats().dropped > 0
 
 
 def test_imprecise_enumeration_is_cut_short_and_counted() -> None:
@@ -72,6 +72,7 @@ def test_imprecise_enumeration_is_cut_short_and_counted() -> None:
     got = list(streamed)
     assert len(got) == 1000 + 500  # the first closing stops at 1000, the second at the step's remaining 500
     assert streamed.dropped() == {cq.name: 2}
+    assert [m.dropped() for m in streamed.matchers] == [m.stats().dropped for m in streamed.matchers] == [2]
     assert all(r in full for r in got)
     assert list(StreamedMatch([cq], events, Limits(None, None))) == full
 
@@ -118,6 +119,7 @@ def test_pack_runner_applies_the_pack_limits_and_reports_drops() -> None:
     for ev in sort_events(blowup(12)):
         runner.feed(ev)
     assert runner.limit_drops()["t"] > 0 and runner.runs_alive()["t"] <= 50
+    assert runner.dropped() == runner.limit_drops()["t"] == runner.pairs[0][1].stats().dropped
 
 
 def test_a_signature_too_costly_to_be_exact_is_skipped_and_counted() -> None:

@@ -87,7 +87,12 @@ def test_fresh_runners_start_empty_and_run_as_built_ones() -> None:
     assert first.snapshot() == empty and first.matchers is not template.matchers
     assert _ids([p for ev in events for p in first.feed(ev)] + first.flush()) == want
     assert first.limit_drops() == built.limit_drops() and first.types == built.types
+    assert first.dropped() == sum(built.limit_drops().values())
+    assert first.feeder.routes is template.feeder.routes  # decided once for the queries, shared by the copies
     assert template.snapshot() == empty
+    third = first.fresh()  # a copy of a runner fed already: nothing of its state
+    assert third.snapshot() == empty
+    assert _ids([p for ev in events for p in third.feed(ev)] + third.flush()) == want
     second = template.fresh()
     assert second.snapshot() == empty
     half = [p for ev in events[:300] for p in second.feed(ev)]

@@ -32,11 +32,16 @@ def _match(path: Path) -> tuple[list[dict], dict[str, int]]:
     return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()], drops
 
 
-@pytest.mark.parametrize("restore_every_batch", [False, True])
-def test_bounded_like_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, restore_every_batch: bool) -> None:
+@pytest.mark.parametrize(("restore_every_batch", "replay_max"), [(False, 64), (True, 64), (True, 0), (True, 7)])
+def test_bounded_like_match(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, restore_every_batch: bool, replay_max: int
+) -> None:
+    """The same records and drops with every group restored in every micro-batch: from its lines fed again (64:
+    fewer than a group is fed here), from a snapshot each time (0), or from a snapshot and the lines since (7)."""
     from app.spark.stream import state
 
-    if restore_every_batch:  # no group kept restored by the worker: each micro-batch restores from the snapshots
+    monkeypatch.setattr(state, "REPLAY_MAX", replay_max)
+    if restore_every_batch:  # no group kept restored by the worker: each micro-batch restores from the store
         monkeypatch.setattr(state, "LIVE_GROUPS", 0)
         state._LIVE.clear()
     events = blowup_events(3, 30, 8)

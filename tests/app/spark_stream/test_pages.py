@@ -160,9 +160,10 @@ def test_a_checkpoint_with_a_blob_per_group_goes_on(cluster_events: list[dict], 
 def test_a_checkpoint_of_zlib_blobs_goes_on(
     cluster_events: list[dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """State written before cut 13 (every blob zlib'd JSON, without :data:`~app.spark.stream.state.BLOB_LZ4`): a
-    stream goes on from it, restoring from the pages alone, with the same records; what it writes since is LZ4 (a
-    sparse page's blobs are copied forward as they are)."""
+    """State written before cut 13 (every blob zlib'd JSON, without :data:`~app.spark.stream.state.BLOB_LZ4`, each
+    group's runner as its whole snapshot, as before cut 19): a stream goes on from it, restoring from the pages alone,
+    with the same records; what it writes since is :func:`~app.spark.stream.state.pack_group`'s (a sparse page's
+    blobs are copied forward as they are)."""
     import zlib
 
     import orjson
@@ -175,8 +176,15 @@ def test_a_checkpoint_of_zlib_blobs_goes_on(
     half = len(batches) // 2
     stores: dict[int, DictStore] = {}
     metas: dict[int, Any] = {}
+
+    def whole(g: state.StreamGroup) -> dict:  # the group as written before cut 19: its runner's snapshot
+        out = {k: v for k, v in to_state(g).items() if k not in ("base", "replay")}
+        return {**out, "snap": g.runner.snapshot() if g.started else None}
+
+    to_state = state.StreamGroup.to_state
     with monkeypatch.context() as mp:
-        mp.setattr(state, "pack_blob", lambda obj: zlib.compress(orjson.dumps(obj), 1))
+        mp.setattr(state.StreamGroup, "to_state", whole)
+        mp.setattr(state, "pack_group", lambda obj: zlib.compress(orjson.dumps(obj), 1))
         first, dead = run_batches(plan, batches[:half], end=False, stores=stores, metas=metas)
     pages = [page for store in stores.values() for key, page in store.items() if key.startswith(state.PAGE)]
     blobs = [b for page in pages for b in state.page_blobs(page).values()]
@@ -196,7 +204,7 @@ def test_a_checkpoint_of_zlib_blobs_goes_on(
     assert not dead and not dead2
     assert_same_records(first + rest, want)
     kinds = {bytes(b[:1]) for page in written for b in state.page_blobs(page).values()}
-    assert kinds == {state.BLOB_LZ4, b"\x78"}  # groups written again, and zlib blobs copied forward as they are
+    assert kinds == {state.BLOB_GROUP, b"\x78"}  # groups written again, and zlib blobs copied forward as they are
 
 
 def test_blobs_round_trip_in_both_formats() -> None:

@@ -52,6 +52,40 @@ def test_declared_keyless_types(cluster_events: list[dict], tmp_path: Path) -> N
     assert_same_records(got, want)
 
 
+@pytest.mark.parametrize("replay_max", [0, 5, 1_000_000])
+def test_groups_restored_from_their_lines(
+    cluster_events: list[dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay_max: int
+) -> None:
+    """Every group restored from the store in every micro-batch (none kept by the worker), the Ganglia types keyless
+    (fed to many groups): the records of ``hcep match`` whether a group's runner is stored as its lines alone (never
+    snapshotted), a snapshot and the lines since, or a snapshot each time it is written."""
+    from app.spark.stream import state
+    from engine.evaluate import PackRunner
+
+    monkeypatch.setattr(state, "REPLAY_MAX", replay_max)
+    monkeypatch.setattr(state, "LIVE_GROUPS", 0)
+    state._LIVE.clear()
+    snapshots, replayed = [0], [0]
+    snapshot, feed = PackRunner.snapshot, state.StreamGroup._replayed
+
+    def counted(self: PackRunner) -> dict:
+        snapshots[0] += 1
+        return snapshot(self)
+
+    def replaying(self: state.StreamGroup, base: bytes | None, replay: list) -> None:
+        replayed[0] += len(replay)
+        feed(self, base, replay)
+
+    monkeypatch.setattr(PackRunner, "snapshot", counted)
+    monkeypatch.setattr(state.StreamGroup, "_replayed", replaying)
+    want = match(write_events(cluster_events, tmp_path / "c.jsonl"))
+    got, dead = run_batches(stream_plan(buckets=4, keyless=GANGLIA), _batches(cluster_events, 12))
+    assert len(want) > 100 and not dead
+    assert_same_records(got, want)
+    assert replayed[0] > 0 if replay_max else replayed[0] == 0
+    assert snapshots[0] == 0 if replay_max == 1_000_000 else snapshots[0] > 0
+
+
 def test_out_of_order_within_the_bound(cluster_events: list[dict], tmp_path: Path) -> None:
     """Lines shuffled within 8 s (less than the watermark's 9.5 s delay): nothing late, the same records."""
     rng = random.Random(5)

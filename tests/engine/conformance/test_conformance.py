@@ -13,7 +13,7 @@ Per evaluator, against the brute-force references (records, order of a restored 
 - the same-tick rule of semantics sections 3-4: the NFA strategies read (tick, arrival) order, skip_till_any_match (and
   GRETA) take same-tick events as concurrent;
 - the contract itself: ``feed_many`` = ``feed``, ``advance`` = feeding events of types the query does not name,
-  ``stats``, ``horizon``, ``set_limits``.
+  ``stats`` (and ``dropped``, its count of what the bounds dropped), ``horizon``, ``set_limits``.
 
 The checks that feed, advance, snapshot and restore run each kind three ways (``harness.VIAS``): bare, inside the
 one-pass pack feeder and inside the shedding wrapper, both as :meth:`engine.evaluate.PackRunner.of` (the one driver)
@@ -100,7 +100,9 @@ def test_the_registry_holds_every_evaluator() -> None:
 
     for cls in (PackFeeder, SheddingMatcher):
         missing = [
-            a for a in ("wants", "due", "clock", "set_clock", "horizon", "stats", "set_limits") if not hasattr(cls, a)
+            a
+            for a in ("wants", "due", "clock", "set_clock", "horizon", "stats", "dropped", "set_limits")
+            if not hasattr(cls, a)
         ]
         assert not missing, (cls.__name__, missing)
 
@@ -417,7 +419,7 @@ def test_feed_many_stats_horizon_and_limits(name: str, via: str) -> None:
         got = m.feed_many(ordered)
         stats = m.stats()
         assert isinstance(stats, Stats) and stats.fed == len(ordered) and stats.runs_alive == m.runs_alive()
-        assert stats.matches == len(got) and stats.shed == 0 and stats.dropped == 0
+        assert stats.matches == len(got) and stats.shed == 0 and stats.dropped == m.dropped() == 0
         last = ordered[-1].t
         assert m.horizon(last, h.widest(ordered)) <= math.floor(last)
         got += m.flush()
