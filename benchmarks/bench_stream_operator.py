@@ -11,7 +11,9 @@ with an in-memory state store: the operator's own Python, without the JVM, Arrow
 Each bucket's meta is read and written every batch as a Python worker that did not write it would (a worker that
 did keeps it parsed); each call runs as ``BucketProcessor``'s do (``state.operator_call``): the automatic collector
 paused (``--collector on`` to compare), the objects frozen at its end, and every ``FULL_GC_EVERY``-th call a full
-collection (``--full-gc-every N`` to compare).
+collection (``--full-gc-every N`` to compare).  ``--workers N``: each call runs on one of N simulated Python workers
+at random, each with its own caches (the groups it keeps restored, pages, segments), as Spark hands a bucket's task
+to whichever worker is free: a group the other worker wrote is restored from the store.
 
 Per minute of event time: events, feeds (events handed to a group's evaluators: own and keyless), feeds per event,
 the operator's CPU seconds, the buckets' meta (KB, compressed), groups alive.  A rate and a length the sustained
@@ -54,7 +56,11 @@ def run(
     profile_from: int | None,
     full_gc_every: int | None = None,
     collector: str = "paused",
+    workers: int = 1,
 ) -> int:
+    import random
+    from collections import OrderedDict
+
     import lz4.block
 
     from app.spark.stream import state
@@ -77,6 +83,12 @@ def run(
     print("| event minute | events | feeds | feeds/event | operator cpu s | meta KB | groups |")
     print("|---|---|---|---|---|---|---|")
     minute = {"events": 0, "feeds": 0, "cpu": 0.0}
+    # Each simulated Python worker's caches (the groups it keeps restored, pages, segments, key maps); a call runs on
+    # one of them at random, as Spark hands a bucket's task to whichever worker is free.
+    caches = ("_LIVE", "_PAGES", "_SEGS", "_SEGMAP")
+    kept = [{name: OrderedDict() if name in ("_LIVE", "_PAGES") else {} for name in caches} for _ in range(workers)]
+    kept[0] = {name: getattr(state, name) for name in caches}  # the first is this process's own
+    pick = random.Random(0)
     for s0 in range(0, seconds, trigger):
         if profile_from is not None and profiler is None and s0 >= profile_from:
             profiler = cProfile.Profile()
@@ -95,6 +107,9 @@ def run(
             rows = by_bucket.get(b, [])
             if not rows and b not in metas:
                 continue
+            if workers > 1:
+                for name, cache in kept[pick.randrange(workers)].items():
+                    setattr(state, name, cache)
             # As BucketProcessor: every FULL_GC_EVERY-th call collects the worker's heap, and the call's objects are
             # frozen at its end; the automatic collector paused during it (``--collector on``: not paused).
             with operator_call(pause_collector=collector == "paused"):
@@ -120,6 +135,8 @@ def run(
                 flush=True,
             )
             minute = {"events": 0, "feeds": 0, "cpu": 0.0}
+    for name, cache in kept[0].items():
+        setattr(state, name, cache)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\noperator cpu {cpu_total:.1f} s in all; peak RSS {peak_mb:,.0f} MB (the trace's own included)")
     if profiler is not None:
@@ -147,9 +164,15 @@ def main(argv: list[str] | None = None) -> int:
         default="paused",
         help="the automatic collector within a call: paused, as the operator runs (default), or on",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="Python workers, each with its own caches; each call runs on one at random, as in Spark (1)",
+    )
     args = parser.parse_args(argv)
-    if args.rate <= 0 or args.seconds <= 0 or args.trigger <= 0 or args.buckets <= 0:
-        parser.error("--rate, --seconds, --trigger and --buckets must be positive")
+    if args.rate <= 0 or args.seconds <= 0 or args.trigger <= 0 or args.buckets <= 0 or args.workers <= 0:
+        parser.error("--rate, --seconds, --trigger, --buckets and --workers must be positive")
     return run(
         args.rate,
         args.seconds,
@@ -159,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         args.profile_from,
         args.full_gc_every,
         args.collector,
+        args.workers,
     )
 
 

@@ -68,6 +68,30 @@ def test_the_operator_benchmark_prints_its_minutes(capsys: pytest.CaptureFixture
         assert int(cells[1]) > 0 and int(cells[2]) >= int(cells[1]) // 2 and int(cells[6]) > 0
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_operator_benchmark_as_several_workers(capsys: pytest.CaptureFixture[str], workers: int) -> None:
+    """``--workers 2``: each call on one of two simulated Python workers, each with its own caches (groups restored
+    from the store when the other wrote them): the same events fed and the same groups held as one worker."""
+    from benchmarks.bench_stream_operator import main
+
+    assert main(["--rate", "60", "--seconds", "60", "--buckets", "2", "--workers", str(workers)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| 1 "))
+    cells = [c.strip().replace(",", "") for c in row.strip("|").split("|")]
+    assert [int(cells[i]) for i in (1, 2, 6)] == _ONE_WORKER.setdefault("row", [int(cells[i]) for i in (1, 2, 6)])
+
+
+_ONE_WORKER: dict[str, list[int]] = {}
+
+
+def test_reference_events_are_decoded_as_they_are_sent() -> None:
+    """``hcep run``'s reference events are decoded one at a time as they are published (all of them at once did not
+    fit in memory for 10 minutes at 20,000 events/s)."""
+    from benchmarks.bench_stream_sustained import _Decoded
+
+    events = _Decoded(['{"type": "A", "job_id": "j"}', '{"type": "B"}'])
+    assert len(events) == 2 and list(events) == [{"type": "A", "job_id": "j"}, {"type": "B"}]
+
+
 def test_the_floor_operator_reads_its_rows_and_keeps_nothing() -> None:
     """``--operators floor``'s operator: one clock row a call counting the rows it read, no state, no timer; its
     launcher puts it in ``hcep stream``'s query (by an importable name: the workers import it)."""
