@@ -143,6 +143,7 @@ CONTRACT = frozenset(
         "snapshot",
         "restore",
         "stats",
+        "dropped",
         "runs_alive",
         "horizon",
         "set_limits",
