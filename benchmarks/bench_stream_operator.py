@@ -86,8 +86,9 @@ def run(
     # Each simulated Python worker's caches (the groups it keeps restored, pages, segments, key maps); a call runs on
     # one of them at random, as Spark hands a bucket's task to whichever worker is free.
     caches = ("_LIVE", "_PAGES", "_SEGS", "_SEGMAP")
-    kept = [{name: OrderedDict() if name in ("_LIVE", "_PAGES") else {} for name in caches} for _ in range(workers)]
-    kept[0] = {name: getattr(state, name) for name in caches}  # the first is this process's own
+    kept = [{name: getattr(state, name) for name in caches}]  # the first is this process's own
+    for _ in range(workers - 1):
+        kept.append({name: OrderedDict() if name in ("_LIVE", "_PAGES") else {} for name in caches})
     pick = random.Random(0)
     for s0 in range(0, seconds, trigger):
         if profile_from is not None and profiler is None and s0 >= profile_from:
