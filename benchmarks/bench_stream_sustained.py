@@ -4,12 +4,18 @@
     python -m benchmarks.bench_stream_sustained --rates 5000 --minutes 2 --master 'local[1]' 'local[2]'
     python -m benchmarks.bench_stream_sustained --cluster --master spark://127.0.0.1:7077   # cluster-start.sh's
     python -m benchmarks.bench_stream_sustained --rates 4000 --operators floor --no-run   # Spark's share
+    python -m benchmarks.bench_stream_sustained --rates 20000 --source files kafka    # files, then Kafka
 
 The stream: :func:`benchmarks.bench_pipeline.workload`'s jobs (JobStart, reducers with shuffle pulls, JobEnd; about
 20 events per event-time second) as K concurrent copies (job and task ids made distinct), K = rate / 20, with its
 Ganglia rounds once (cluster-wide: keyless).  Event time runs with the wall clock: each second's events land as one
 JSON-lines file (written aside, renamed in) one second after they happened, as a collector that flushes every
 second.  So a higher rate is a larger cluster (more jobs at once), not a faster clock: the state is a real one.
+With ``--source kafka`` each second's events are published instead, as the collectors publish them (two fresh topics:
+Hadoop's keyed by job over 4 partitions, Ganglia's on one, 50 events a message), and ``hcep stream --bootstrap``
+reads them through its ``hcep-kafka`` Python source; a second has landed once the broker acknowledged it, and the
+batch that read it is the first whose end offsets in Spark's offset log reach its own.  The broker (started here
+unless ``--bootstrap``) and the lander are not in the stream's CPU.
 
 Per rate (its own ``hcep stream`` process, its own JVM):
 
@@ -52,6 +58,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -88,7 +95,8 @@ class Trace:
         density = len(hadoop) / span  # events per event-time second of one copy
         self.copies = max(1, round(rate / density))
         self.seconds = seconds
-        self.slots: list[list[tuple[str, bool]]] = [[] for _ in range(seconds + 1)]
+        # (the line, its Kafka key as app.publish.event_key gives it, copied K times): @C@ is the copy's number
+        self.slots: list[list[tuple[str, str | None, bool]]] = [[] for _ in range(seconds + 1)]
         for i, e in enumerate(hadoop):
             s = (mid2[id(e)] - first) // 20
             if s <= seconds:
@@ -97,20 +105,26 @@ class Trace:
                     tmpl["task_id"] = f"{e['task_id']}-@C@"
                 if e["type"] == "Mapper":  # the pack's SlowHost reads Mapper by host: one host per copy
                     tmpl["host"] = "node-@C@"
-                self.slots[s].append((json.dumps(tmpl), True))
+                self.slots[s].append((json.dumps(tmpl), tmpl["job_id"], True))
         for i, e in enumerate(ganglia):
             s = (mid2[id(e)] - first) // 20
             if 0 <= s <= seconds:
-                self.slots[s].append((json.dumps(dict(e, id=f"g-{i}")), False))
+                self.slots[s].append((json.dumps(dict(e, id=f"g-{i}")), e.get("host"), False))
 
     def second(self, s: int) -> list[str]:
         """The lines of event-time second ``s`` (copies of one event next to each other, in event order)."""
-        out: list[str] = []
-        for tmpl, copied in self.slots[s]:
+        return [line for line, _, _ in self.keyed_second(s)]
+
+    def keyed_second(self, s: int) -> list[tuple[str, str | None, bool]]:
+        """:meth:`second`'s lines with their Kafka keys (the job, else the host) and whether they are Hadoop's."""
+        out: list[tuple[str, str | None, bool]] = []
+        for tmpl, key, copied in self.slots[s]:
             if copied:
-                out.extend(tmpl.replace("@C@", str(c)) for c in range(self.copies))
+                for c in range(self.copies):
+                    n = str(c)
+                    out.append((tmpl.replace("@C@", n), None if key is None else key.replace("@C@", n), True))
             else:
-                out.append(tmpl)
+                out.append((tmpl, key, False))
         return out
 
 
@@ -207,6 +221,151 @@ def _kind(pid: int) -> str:
     return "other"
 
 
+# ------------------------------------------------------------------------------------------------ landing
+
+
+class FileLander:
+    """Each second's events as one JSON-lines file, written aside and renamed into ``hcep stream --input``."""
+
+    source = "files"
+
+    def __init__(self, work: Path) -> None:
+        self.in_dir, self.stage = work / "in", work / "stage"
+        for d in (self.in_dir, self.stage):
+            d.mkdir(parents=True, exist_ok=True)
+
+    def argv(self) -> list[str]:
+        return ["--input", str(self.in_dir)]
+
+    def prepare(self, trace: Trace, s: int) -> tuple[str, Any, int]:
+        """Second ``s`` made ready to land: its name, what :meth:`land` takes, its events."""
+        lines = trace.second(s)
+        name = f"s-{s:06d}.jsonl"
+        (self.stage / name).write_text("\n".join(lines) + "\n")
+        return name, name, len(lines)
+
+    def land(self, name: str, ready: Any) -> None:
+        os.replace(self.stage / ready, self.in_dir / name)
+
+    def batches(self, ck: Path) -> dict[str, int]:
+        """Landing name -> the micro-batch that read it."""
+        return _file_batches(ck)
+
+    def close(self) -> None:
+        pass
+
+
+#: Events a Kafka message holds (JSON lines), as the collectors publish by default (``app.publish``'s ``pack``).
+KAFKA_PACK = 50
+
+
+class KafkaLander:
+    """Each second's events published as the collectors publish them (:mod:`app.publish`): to two fresh topics,
+    Hadoop's keyed by job over 4 partitions and Ganglia's on one, :data:`KAFKA_PACK` events of a partition a message,
+    landed once the broker acknowledged them all.  The end offsets after each second are kept, so that the batch
+    that read it is found in Spark's offset log (:meth:`batches`)."""
+
+    source = "kafka"
+
+    def __init__(self, work: Path, bootstrap: str) -> None:
+        from app.kafka_io import Producer, ensure_topics
+
+        prefix = f"sustained-{os.getpid()}-{work.name}"
+        self.bootstrap = bootstrap
+        self.topics = {True: f"{prefix}.hadoop", False: f"{prefix}.ganglia"}
+        ensure_topics(bootstrap, {self.topics[True]: 4, self.topics[False]: 1})
+        self.producer = Producer(bootstrap, linger_ms=5, client_id="hcep-sustained")
+        self.parts = {t: self.producer.partitions(t) for t in self.topics.values()}
+        self.sent = {t: {str(p): 0 for p in parts} for t, parts in self.parts.items()}  # messages = next offsets
+        self.ends: dict[str, dict[str, dict[str, int]]] = {}  # landing name -> the offsets after it
+        self.read: dict[int, dict[str, dict[str, int]]] = {}  # batch -> the end offsets it read to
+        self._part: dict[str, int] = {}
+
+    def argv(self) -> list[str]:
+        return ["--bootstrap", self.bootstrap, "--topics", ",".join(self.topics.values())]
+
+    def prepare(self, trace: Trace, s: int) -> tuple[str, Any, int]:
+        by_part: dict[tuple[str, int], list[str]] = {}
+        rows = trace.keyed_second(s)
+        for line, key, hadoop in rows:
+            topic = self.topics[hadoop]
+            parts = self.parts[topic]
+            if key is None:
+                part = parts[0]
+            else:
+                part = self._part.get(key, -1)
+                if part < 0:
+                    part = self._part[key] = self.producer.partition_for(key.encode(), parts)
+            by_part.setdefault((topic, part), []).append(line)
+        messages = [
+            (topic, part, "\n".join(lines[i : i + KAFKA_PACK]).encode())
+            for (topic, part), lines in by_part.items()
+            for i in range(0, len(lines), KAFKA_PACK)
+        ]
+        return f"s-{s:06d}", messages, len(rows)
+
+    def land(self, name: str, ready: Any) -> None:
+        for topic, part, value in ready:
+            self.producer.send(topic, value, partition=part)
+            self.sent[topic][str(part)] += 1
+        self.producer.flush()
+        self.ends[name] = {t: dict(parts) for t, parts in self.sent.items()}
+
+    def batches(self, ck: Path) -> dict[str, int]:
+        """Landing name -> the first micro-batch whose end offsets (Spark's offset log, ``offsets/N``) reach its own.
+        The log is read as the run goes: Spark keeps only its last 100 batches' files."""
+        base = ck / "spark" / "offsets"
+        if base.is_dir():
+            for path in base.iterdir():
+                if not path.name.isdigit() or int(path.name) in self.read:
+                    continue
+                got = _kafka_offsets(path, set(self.topics.values()))
+                if got is not None:
+                    self.read[int(path.name)] = got
+        return kafka_batches(self.read, self.ends)
+
+    def close(self) -> None:
+        self.producer.close()
+
+
+def _kafka_offsets(path: Path, topics: set[str]) -> dict[str, dict[str, int]] | None:
+    """The ``hcep-kafka`` source's end offsets in a batch's offset log file (a JSON line of ``{topic: {partition:
+    offset}}`` after the version and the batch's metadata); None while the file is not whole."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines[2:]:
+        try:
+            got = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(got, dict) and topics <= set(got):
+            return {t: {str(p): int(o) for p, o in parts.items()} for t, parts in got.items()}
+    return None
+
+
+def kafka_batches(
+    read: dict[int, dict[str, dict[str, int]]], ends: dict[str, dict[str, dict[str, int]]]
+) -> dict[str, int]:
+    """Landing name -> the first batch of ``read`` (batch -> the end offsets it read to) whose offsets reach the
+    landing's ``ends`` on every partition; landings not read yet are left out.  Both are in order: one pass."""
+    out: dict[str, int] = {}
+    order = sorted(read.items())
+    i = 0
+    for name, want in ends.items():
+        while i < len(order) and not _reaches(order[i][1], want):
+            i += 1
+        if i == len(order):
+            break
+        out[name] = order[i][0]
+    return out
+
+
+def _reaches(read: dict[str, dict[str, int]], ends: dict[str, dict[str, int]]) -> bool:
+    return all(read.get(t, {}).get(p, 0) >= o for t, parts in ends.items() for p, o in parts.items())
+
+
 # ------------------------------------------------------------------------------------------------ one rate
 
 
@@ -230,6 +389,7 @@ class Run:
     cpu_kinds: dict[str, float] = field(default_factory=dict)
     startup_cpu_s: float = math.nan  # the tree's CPU when the first file landed (JVM, session, nothing to do yet)
     exit_code: int | None = None
+    lander: Any = None  # FileLander or KafkaLander (None: files, as FileLander)
 
 
 def _file_batches(ck: Path) -> dict[str, int]:
@@ -279,14 +439,17 @@ def run_rate(
     buckets: int | None = None,
     partitions: int | None = None,
     driver_memory: str | None = None,
+    bootstrap: str | None = None,
 ) -> dict[str, Any]:
+    """One ``hcep stream`` run at ``rate``: events land as files, or on Kafka at ``bootstrap`` when given."""
     seconds = max(int(minutes * 60), 10)
     trace = Trace(rate, seconds)
-    run = Run(f"{master} floor" if floor else master, rate, work)
-    in_dir, out, ck, stage = work / "in", work / "out", work / "ck", work / "stage"
-    for d in (in_dir, stage):
-        d.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", FLOOR if floor else "app.cli", "stream", "--pack", str(pack), "--input", str(in_dir)]
+    name = f"{master} floor" if floor else master
+    work.mkdir(parents=True, exist_ok=True)
+    lander: FileLander | KafkaLander = FileLander(work) if bootstrap is None else KafkaLander(work, bootstrap)
+    run = Run(name if bootstrap is None else f"{name} kafka", rate, work, lander=lander)
+    out, ck = work / "out", work / "ck"
+    argv = [sys.executable, "-m", FLOOR if floor else "app.cli", "stream", "--pack", str(pack), *lander.argv()]
     argv += ["--output", str(out), "--checkpoint", str(ck), "--master", master, "--keyless-types", KEYLESS]
     argv += ["--trigger", str(trigger)]  # micro-batches at most this often (0: back to back)
     if buckets is not None:
@@ -303,29 +466,28 @@ def run_rate(
         cpu = TreeCPU([proc.pid]).start()
         workers = TreeCPU(cluster_pids, exclude_roots=True).start() if cluster_pids else None
         try:
-            # Land one file a second, as event time passes; the first when the session is up.
+            # Land a second's events a second, as event time passes; the first when the session is up.
             while _session_up(log_path) is None and proc.poll() is None and time.time() - run.started < 300:
                 time.sleep(0.2)
             t0 = time.time()
             run.startup_cpu_s = cpu.total() + (workers.total() if workers else 0.0)
             for s in range(seconds):
-                lines = trace.second(s)
-                name = f"s-{s:06d}.jsonl"
-                tmp = stage / name
-                tmp.write_text("\n".join(lines) + "\n")
+                landing, ready, n = lander.prepare(trace, s)
                 wait = t0 + s + 1 - time.time()
                 if wait > 0:
                     time.sleep(wait)
-                os.replace(tmp, in_dir / name)
-                run.landed.append(Landed(name, time.time(), len(lines)))
+                lander.land(landing, ready)
+                run.landed.append(Landed(landing, time.time(), n))
+                if s % 10 == 9:
+                    lander.batches(ck)  # Kafka's: read the offset log while Spark keeps it
                 if proc.poll() is not None:
                     break
             run.stopped_landing = time.time()
-            # Drain: wait until the last file's batch is committed (or give up).
+            # Drain: wait until the last second's batch is committed (or give up).
             last = run.landed[-1].name if run.landed else None
             deadline = time.time() + drain
             while last and time.time() < deadline and proc.poll() is None:
-                batch = _file_batches(ck).get(last)
+                batch = lander.batches(ck).get(last)
                 if batch is not None and batch in _commit_times(out):
                     break
                 time.sleep(1.0)
@@ -342,6 +504,8 @@ def run_rate(
             run.cpu_kinds = cpu.by_kind()
             for k, v in (workers.by_kind() if workers else {}).items():
                 run.cpu_kinds[k] = run.cpu_kinds.get(k, 0.0) + v
+            lander.batches(ck)
+            lander.close()
     run.session_up = _session_up(log_path) or math.nan
     return summarize(run, trace, drained_at, max_lag)
 
@@ -357,7 +521,7 @@ def summarize(run: Run, trace: Trace, drained_at: float, max_lag: float) -> dict
     from app.spark.stream.sink import STREAM_DIR, totals
 
     out, ck = run.work / "out", run.work / "ck"
-    batches = _file_batches(ck)
+    batches = run.lander.batches(ck) if run.lander is not None else _file_batches(ck)
     commits = _commit_times(out)
     lags = []
     undone = 0
@@ -545,6 +709,22 @@ def _cluster_workers(run_dir: str) -> list[int]:
     return [int(p.read_text().strip()) for p in sorted(Path(run_dir).glob("worker-*.pid"))]
 
 
+@contextmanager
+def _broker(args: argparse.Namespace, work: Path) -> Iterator[str | None]:
+    """``--bootstrap``, or a broker started here when a run needs one (``--source kafka``, the ``hcep run`` row),
+    stopped at the end; None when none is needed."""
+    if args.bootstrap or (args.no_run and "kafka" not in args.source):
+        yield args.bootstrap
+        return
+    from benchmarks.bench_pipeline import start_broker
+
+    bootstrap, stop = start_broker(str(work / "kafka"))
+    try:
+        yield bootstrap
+    finally:
+        subprocess.run(["bash", str(ROOT / "deploy/kafka/stop.sh"), *stop], capture_output=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", type=float, nargs="+", default=[2000, 5000, 10000, 20000], help="events/s")
@@ -575,7 +755,14 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="events for hcep match / hcep run: the stream's first N (default 0: every event that landed)",
     )
-    parser.add_argument("--bootstrap", help="Kafka broker for the hcep run row (default: start one)")
+    parser.add_argument(
+        "--source",
+        nargs="+",
+        choices=["files", "kafka"],
+        default=["files"],
+        help="how events land: files in --input, and/or kafka (hcep stream --bootstrap); a run each",
+    )
+    parser.add_argument("--bootstrap", help="Kafka broker for --source kafka and the hcep run row (default: start one)")
     parser.add_argument("--no-run", action="store_true", help="no hcep run row (no broker)")
     parser.add_argument("--keep", metavar="DIR", help="keep the runs' directories here")
     parser.add_argument(
@@ -588,7 +775,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="hcep-sustained-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="hcep-sustained-") as tmp, _broker(args, Path(tmp)) as bootstrap:
         base = Path(args.keep or tmp)
         for master in args.master:
             for rate in args.rates:
@@ -596,12 +783,12 @@ def main(argv: list[str] | None = None) -> int:
                 safe = "".join(c if c.isalnum() else "_" for c in master)
                 work = base / f"{safe}-{int(rate)}"
                 pids = _cluster_workers(args.cluster) if args.cluster and master.startswith("spark://") else None
-                for floor in (op == "floor" for op in args.operators):
+                for floor, kafka in ((op == "floor", src == "kafka") for op in args.operators for src in args.source):
                     row = run_rate(
                         master,
                         rate,
                         args.minutes,
-                        work.with_name(work.name + ("-floor" if floor else "")),
+                        work.with_name(work.name + ("-floor" if floor else "") + ("-kafka" if kafka else "")),
                         args.drain,
                         pids,
                         args.max_lag,
@@ -611,12 +798,13 @@ def main(argv: list[str] | None = None) -> int:
                         args.buckets,
                         args.partitions,
                         args.driver_memory,
+                        bootstrap if kafka else None,
                     )
                     rows.append(row)
                     print(table([row], COLUMNS), flush=True)
                     print(f"  CPU: {row['cpu by process']}; invalid {row['invalid']}, late {row['late']}", flush=True)
         trace = rows[-1]["_trace"]
-        refs = reference_rows(trace, args.reference_events, base, args.bootstrap, args.no_run, args.pack)
+        refs = reference_rows(trace, args.reference_events, base, bootstrap, args.no_run, args.pack)
     load = os.getloadavg()
     print(f"\n### hcep stream at sustained rates ({args.minutes:g} min each; load {load[0]:.1f} {load[1]:.1f})\n")
     print(table(rows, COLUMNS))

@@ -126,16 +126,28 @@ def plan_ranges(start: Offsets, end: Offsets, max_records: int | None = None) ->
 # ------------------------------------------------------------------------------------------------ the broker
 
 
+#: The consumers' settings beside kafka-python's defaults, as ``hcep run``'s (:mod:`app.kafka_io`): a range in few
+#: fetches (the defaults fetch 1 MB a partition and hand out 500 records a poll), and no CRC check of what the broker
+#: checked when it was written: kafka-python checks in pure Python without the optional ``crc32c`` module (8 MB/s
+#: here), which at 20,000 events/s cost the readers a core (issue 28, cut 21).  Topic metadata is refreshed every
+#: 5 s (the driver's consumer lives as long as the query: new partitions show up).
+CONSUMER_CONFIG: dict[str, Any] = {
+    "enable_auto_commit": False,
+    "group_id": None,
+    "auto_offset_reset": "earliest",
+    "check_crcs": False,
+    "max_poll_records": 20000,
+    "fetch_max_bytes": 64 * 1024 * 1024,
+    "max_partition_fetch_bytes": 16 * 1024 * 1024,
+    "fetch_max_wait_ms": 100,
+    "metadata_max_age_ms": 5000,
+}
+
+
 def _consumer(bootstrap: str, **config: Any) -> Any:
     from kafka import KafkaConsumer
 
-    return KafkaConsumer(
-        bootstrap_servers=bootstrap.split(","),
-        enable_auto_commit=False,
-        group_id=None,
-        auto_offset_reset="earliest",
-        **config,
-    )
+    return KafkaConsumer(bootstrap_servers=bootstrap.split(","), **{**CONSUMER_CONFIG, **config})
 
 
 #: How readers get a consumer; tests replace it with a fake (planning runs on the driver, in the test's process).
@@ -223,6 +235,7 @@ class _Options:
         self.fail_on_data_loss = opts.get("failondataloss", "true").lower() != "false"
 
     def offsets(self) -> tuple[Offsets, Offsets]:
+        """The broker's offsets through a consumer made for the call."""
         consumer = consumer_factory(self.bootstrap)
         try:
             return broker_offsets(consumer, self.topics)
@@ -267,12 +280,33 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: _Options) -> None:
         self.options = options
         self.target: Offsets | None = None
+        self.latest: Offsets | None = None  # what the last latestOffset call found on the broker
+        self._consumer: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_consumer": None}  # a socket is not sent to the readers
+
+    def _offsets(self) -> tuple[Offsets, Offsets]:
+        """The broker's (earliest, latest) offsets through one consumer kept for the query's life: one made a call
+        cost two metadata round trips (0.1 s here) on the driver twice a micro-batch.  A failed call drops it."""
+        if self._consumer is None:
+            self._consumer = consumer_factory(self.options.bootstrap)
+        try:
+            return broker_offsets(self._consumer, self.options.topics)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            consumer.close()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.target = self.options.offsets()[1]
+        self.target = self._offsets()[1]
 
     def initialOffset(self) -> dict:
-        earliest, latest = self.options.offsets()
+        earliest, latest = self._offsets()
         return resolve(parse_offsets(self.options.starting, "latest"), earliest, latest)
 
     def getDefaultReadLimit(self) -> Any:
@@ -282,11 +316,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: Any) -> dict:
-        latest = self.target if self.target is not None else self.options.offsets()[1]
+        if self.target is not None:  # trigger(availableNow): what was there when the query started
+            latest = self.target
+        else:
+            latest = self.latest = self._offsets()[1]
         return cap_offsets(start, latest, getattr(limit, "max_rows", None))
 
     def reportLatestOffset(self) -> dict | None:
-        return self.options.offsets()[1]
+        """The broker's end offsets as the last :meth:`latestOffset` saw them (Spark asks right after it)."""
+        return self.latest if self.latest is not None else self._offsets()[1]
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         return plan_ranges(start, end, self.options.max_records)

@@ -139,3 +139,83 @@ def test_the_first_batch_is_timed_from_the_session_and_on_its_own(tmp_path: Path
     assert math.isclose(row["first batch s"], 1.5 + 10 + 6.5)
     assert math.isclose(row["first batch own s"], 6.5)
     assert row["batches"] == 2
+
+
+# ------------------------------------------------------------------------------------------------ --source kafka
+
+_OFFSETS = (
+    'v1\n{"batchWatermarkMs":1,"batchTimestampMs":2,"conf":{"spark.sql.shuffle.partitions":"4"}}\n'
+    '{"p.ganglia": {"0": 1}, "p.hadoop": {"0": 867, "1": 912}}\n'
+    '{"logOffset":3}\n'
+)
+
+
+def test_kafka_offsets_from_the_offset_log(tmp_path: Path) -> None:
+    """A batch's end offsets as Spark's offset log holds them (the version, the batch's metadata, then one line a
+    source: the ``hcep-kafka`` source's and the control directory's file source); a file not whole yet, or of other
+    topics, gives none."""
+    from benchmarks.bench_stream_sustained import _kafka_offsets
+
+    (tmp_path / "4").write_text(_OFFSETS)
+    assert _kafka_offsets(tmp_path / "4", {"p.hadoop", "p.ganglia"}) == {
+        "p.ganglia": {"0": 1},
+        "p.hadoop": {"0": 867, "1": 912},
+    }
+    assert _kafka_offsets(tmp_path / "4", {"q.hadoop"}) is None
+    (tmp_path / "5").write_text(_OFFSETS.split("\n", 2)[0] + "\n")
+    assert _kafka_offsets(tmp_path / "5", {"p.hadoop"}) is None
+    assert _kafka_offsets(tmp_path / "6", {"p.hadoop"}) is None
+
+
+def test_a_landing_is_read_by_the_first_batch_that_reaches_all_its_partitions() -> None:
+    from benchmarks.bench_stream_sustained import kafka_batches
+
+    ends = {
+        "s-0": {"t": {"0": 2, "1": 1}},
+        "s-1": {"t": {"0": 4, "1": 3}},
+        "s-2": {"t": {"0": 5, "1": 5}},
+    }
+    read = {0: {"t": {"0": 2, "1": 0}}, 1: {"t": {"0": 4, "1": 3}}, 2: {"t": {"0": 4, "1": 4}}}
+    assert kafka_batches(read, ends) == {"s-0": 1, "s-1": 1}
+    read[3] = {"t": {"0": 9, "1": 9}}
+    assert kafka_batches(read, ends) == {"s-0": 1, "s-1": 1, "s-2": 3}
+    assert kafka_batches({}, ends) == {}
+
+
+def test_the_kafka_lander_publishes_as_the_collectors(kafka_broker, tmp_path: Path) -> None:
+    """On a real broker: every event of a second lands (50 a message, a job's events in one partition, in order), and
+    the offsets counted are the broker's own end offsets, so the batch that read a second is found."""
+    from app import kafka_io
+    from benchmarks.bench_stream_sustained import KafkaLander
+
+    trace = Trace(rate=400, seconds=3)
+    lander = KafkaLander(tmp_path / "w", kafka_broker.bootstrap)
+    try:
+        total = 0
+        for s in range(3):
+            name, ready, n = lander.prepare(trace, s)
+            lander.land(name, ready)
+            total += n
+    finally:
+        lander.close()
+    assert lander.argv()[:2] == ["--bootstrap", kafka_broker.bootstrap]
+    last = lander.ends["s-000002"]
+    order = {x: i for i, x in enumerate(x for s in range(3) for x in trace.second(s))}
+    lines: list[str] = []
+    for topic in lander.topics.values():
+        assert {str(p): o for p, o in kafka_io.end_offsets(kafka_broker.bootstrap, topic).items()} == last[topic]
+        parts: dict[str, set[int]] = {}
+        at: dict[int, list[int]] = {}  # partition -> the trace positions of its lines, as read
+        for r in kafka_io.read_all(kafka_broker.bootstrap, topic):
+            value = (r.value or b"").decode().split("\n")
+            assert len(value) <= 50
+            for line in value:
+                lines.append(line)
+                at.setdefault(r.partition, []).append(order[line])
+                job = json.loads(line).get("job_id")
+                if job is not None:
+                    parts.setdefault(job, set()).add(r.partition)
+        assert all(len(p) == 1 for p in parts.values())
+        assert all(pos == sorted(pos) for pos in at.values())
+    assert len(lines) == total == len(order)
+    assert sorted(lines) == sorted(order)

@@ -128,6 +128,55 @@ def test_readers_against_a_fake_consumer(fake: FakeConsumer) -> None:
     assert stream.latestOffset(end, ReadAllAvailable()) == {"ev": {"0": 10, "1": 21}}
 
 
+def test_the_driver_keeps_one_consumer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream reader asks the broker's offsets through one consumer for the query's life (one made a call cost
+    two metadata round trips on the driver twice a batch), answers ``reportLatestOffset`` from the last
+    ``latestOffset``, sends no socket to the readers, and drops a consumer whose call failed."""
+    import pickle
+
+    made: list[FakeConsumer] = []
+
+    def factory(bootstrap: str, **_: object) -> FakeConsumer:
+        made.append(FakeConsumer({("ev", 0): list(range(5))}))
+        return made[-1]
+
+    monkeypatch.setattr(ks, "consumer_factory", factory)
+    stream = ks.KafkaStreamReader(ks._Options({"bootstrap": "x:1", "subscribe": "ev", "startingOffsets": "earliest"}))
+    start = stream.initialOffset()
+    for _ in range(3):
+        end = stream.latestOffset(start, ReadAllAvailable())
+        assert end == stream.reportLatestOffset() == {"ev": {"0": 5}}
+    assert len(made) == 1 and not made[0].closed
+    assert pickle.loads(pickle.dumps(stream))._consumer is None
+
+    def gone(tps: object) -> dict:
+        raise OSError("broker gone")
+
+    made[0].end_offsets = gone  # type: ignore[method-assign]
+    with pytest.raises(OSError, match="broker gone"):
+        stream.latestOffset(start, ReadAllAvailable())
+    assert made[0].closed and stream._consumer is None
+    assert stream.latestOffset(start, ReadAllAvailable()) == {"ev": {"0": 5}} and len(made) == 2
+    stream.stop()
+    assert made[1].closed
+
+
+def test_consumers_skip_the_crc_check_and_fetch_ranges_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As ``hcep run``'s consumer: kafka-python re-checks each batch's CRC in pure Python (8 MB/s) unless told not to,
+    and fetches 1 MB a partition, 500 records a poll, by default."""
+    seen: dict = {}
+
+    class Recorder:
+        def __init__(self, **config: object) -> None:
+            seen.update(config)
+
+    monkeypatch.setattr(kafka, "KafkaConsumer", Recorder)
+    ks._consumer("a:1,b:2", client_id="x")
+    assert seen["bootstrap_servers"] == ["a:1", "b:2"] and seen["client_id"] == "x"
+    assert seen["check_crcs"] is False and seen["group_id"] is None and seen["enable_auto_commit"] is False
+    assert seen["max_partition_fetch_bytes"] >= 8 << 20 and seen["max_poll_records"] >= 10_000
+
+
 def test_missing_options_are_named() -> None:
     with pytest.raises(ValueError, match="kafka.bootstrap.servers"):
         ks._Options({"subscribe": "ev"})
