@@ -129,21 +129,28 @@ def progress_line(p: dict[str, Any]) -> str:
     )
 
 
+def progress_key(p: dict[str, Any]) -> tuple[int, bool]:
+    """Where a progress stands in the query's order: its batch id, and whether a batch ran (``addBatch`` timed).  A
+    trigger that found nothing reports an idle progress under the id of the batch still to come, so a batch id alone
+    does not name one progress: keyed by it, batch 0's progress was lost behind an idle first trigger's."""
+    return int(p.get("batchId", -1)), "addBatch" in (p.get("durationMs") or {})
+
+
 class Reporter:
     """Prints each new batch's progress once (stderr), with the sink's running totals (Spark counts input rows:
-    whole files or messages, not events)."""
+    whole files or messages, not events); an idle trigger's once until a batch runs."""
 
     def __init__(self, enabled: bool, sink: StreamSink | None = None) -> None:
         self.enabled = enabled
         self.sink = sink
-        self.seen = -1
+        self.seen: tuple[int, bool] = (-1, True)
 
     def __call__(self, query: Any) -> None:
         for p in query.recentProgress:
             data = json.loads(p.json) if hasattr(p, "json") else dict(p)
-            bid = data.get("batchId", -1)
-            if bid > self.seen:
-                self.seen = bid
+            key = progress_key(data)
+            if key > self.seen:
+                self.seen = key
                 if self.sink is not None:  # every batch's progress, for tools and the benchmark
                     self.sink.progress_log.parent.mkdir(parents=True, exist_ok=True)
                     with self.sink.progress_log.open("a") as f:
